@@ -1,0 +1,1 @@
+"""Benchmarks: each module prints a markdown table and writes JSON (`--json PATH`)."""

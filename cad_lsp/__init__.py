@@ -1,0 +1,1 @@
+"""Copy-as-Decode language server (pygls). Talks to the engine only through `engine.api`."""

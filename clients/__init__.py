@@ -1,0 +1,1 @@
+"""Clients of the Copy-as-Decode server: headless batch apply, async benchmark, editor plugins."""
