@@ -1,0 +1,81 @@
+"""KV-cache runner: the one place that calls the model's forward during decoding.
+
+Every token the decoder commits goes through `KVRunner.feed`, which runs exactly one forward over
+the given ids (a single token, a ride-along literal, or a whole copy span spliced by parallel
+prefill) on top of the cache, and returns logits only for the positions the caller needs.
+`crop` rolls the cache back (speculation rejected, end-of-gen overshoot). Cancellation is checked
+before every forward, so a cancelled edit stops within one forward.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+
+class DecodeCancelled(Exception):
+    """The caller's cancel event was set; raised before the next forward would run."""
+
+
+@dataclass
+class ForwardLog:
+    """Counts and wall time of the forwards a runner has executed."""
+
+    forwards: int = 0
+    tokens_fed: int = 0
+    seconds: float = 0.0
+    sizes: list[int] = field(default_factory=list)
+
+
+class KVRunner:
+    """Owns a DynamicCache over one sequence and feeds token ids through the model."""
+
+    def __init__(self, model, *, cancel: threading.Event | None = None):
+        from transformers import DynamicCache
+
+        self.model = model
+        self.device = next(model.parameters()).device
+        self.cache = DynamicCache()
+        self.cancel = cancel
+        self.log = ForwardLog()
+        self.ids: list[int] = []
+
+    @property
+    def length(self) -> int:
+        """Number of tokens currently in the cache."""
+        return len(self.ids)
+
+    @torch.inference_mode()
+    def feed(self, ids: list[int], keep: int = 1) -> torch.Tensor:
+        """One forward over `ids`; returns float32 logits of the last `keep` positions, shape [keep, V]."""
+        if not ids:
+            raise ValueError("feed() needs at least one token id")
+        if self.cancel is not None and self.cancel.is_set():
+            raise DecodeCancelled("edit cancelled")
+        keep = max(1, min(keep, len(ids)))
+        start = time.perf_counter()
+        input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
+        out = self.model(
+            input_ids=input_ids,
+            past_key_values=self.cache,
+            use_cache=True,
+            logits_to_keep=keep,
+        )
+        self.cache = out.past_key_values
+        logits = out.logits[0, -keep:, :].float()
+        self.ids.extend(ids)
+        self.log.forwards += 1
+        self.log.tokens_fed += len(ids)
+        self.log.sizes.append(len(ids))
+        self.log.seconds += time.perf_counter() - start
+        return logits
+
+    def crop(self, length: int) -> None:
+        """Drop cached tokens past `length` (no forward)."""
+        if length < 0 or length > self.length:
+            raise ValueError(f"crop({length}) outside cache of length {self.length}")
+        if length < self.length:
+            self.cache.crop(length)
+            del self.ids[length:]
