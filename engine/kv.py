@@ -77,5 +77,5 @@ class KVRunner:
         if length < 0 or length > self.length:
             raise ValueError(f"crop({length}) outside cache of length {self.length}")
         if length < self.length:
-            self.cache.crop(length)
+            self.cache.crop(length - self.length)  # transformers 5: negative = tokens to drop
             del self.ids[length:]
