@@ -1,0 +1,168 @@
+"""The engine's front door: the only module cad_lsp and clients import from the engine.
+
+Owns the request/result types, request validation, lazy thread-safe model loading, strategy
+dispatch (Copy-as-Decode `cad` / `cad-tokens` via engine.decoder; full regeneration `regen` and
+`spec-edit` via engine.regen), range scoping (engine.scope) and the mapping of cancellation to
+`EditCancelled`. Importing this module or constructing `EditEngine` never imports torch; `load()`
+(or the first `edit()`) does.
+
+    engine = EditEngine()                       # "default" = SmolLM2-135M GGUF, device "auto"
+    result = engine.edit(EditRequest(document, "Fix bugs in add.", strategy="cad"))
+    result.program, result.text, result.stats, result.warnings
+
+`line_range=(a, b)` (1-based inclusive) edits only lines a..b: the model sees that slice, and the
+program is re-based so `.program` / `.text` refer to the full document (lines outside unchanged).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from engine.errors import ContextOverflowError, EditCancelled, EngineError
+from engine.scope import InvalidRangeError
+
+__all__ = [
+    "STRATEGIES", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
+    "EngineError", "ContextOverflowError", "EditCancelled", "InvalidRangeError",
+    "UnknownStrategyError", "InvalidRequestError",
+]
+
+STRATEGIES = ("cad", "cad-tokens", "regen", "spec-edit")
+MODES = ("strict", "clipped")
+
+
+class UnknownStrategyError(EngineError, ValueError):
+    """`EditRequest.strategy` is not one of `STRATEGIES`."""
+
+
+class InvalidRequestError(EngineError, ValueError):
+    """A field of `EditRequest` has a value the engine cannot use."""
+
+
+@dataclass(frozen=True)
+class EditRequest:
+    """One edit: apply `instruction` to `document` (optionally only to lines `line_range`)."""
+
+    document: str
+    instruction: str
+    strategy: str = "cad"
+    line_range: tuple[int, int] | None = None   # 1-based inclusive; only these lines are edited
+    max_new_tokens: int = 512
+    mode: str = "clipped"
+
+
+@dataclass
+class Progress:
+    """Counts so far, reported after forwards."""
+
+    decoded: int
+    copied: int
+    forced: int
+    forwards: int
+    ops: int
+
+
+@dataclass
+class EditStats:
+    """What the edit cost. `speedup_estimate` = estimated regen forwards / actual forwards."""
+
+    decoded_tokens: int
+    copied_tokens: int
+    forced_tokens: int
+    forwards: int
+    ops: int
+    prompt_tokens: int
+    wall_ms: float
+    per_op: list[dict] = field(default_factory=list)
+    truncated: bool = False
+    speedup_estimate: float = 1.0
+
+
+@dataclass
+class EditResult:
+    """The program (full-document line numbers), the new text, stats and resolver warnings."""
+
+    program: tuple
+    text: str
+    stats: EditStats
+    warnings: list[str] = field(default_factory=list)
+
+
+def validate(request: EditRequest) -> tuple[int, int] | None:
+    """Check a request; returns the normalised line range (or None). Raises EngineError subclasses."""
+    if not isinstance(request.document, str):
+        raise InvalidRequestError(f"document must be a str, got {type(request.document).__name__}")
+    if not isinstance(request.instruction, str) or not request.instruction.strip():
+        raise InvalidRequestError("instruction is empty: say what to change, e.g. 'Fix bugs in add.'")
+    if request.strategy not in STRATEGIES:
+        raise UnknownStrategyError(
+            f"unknown strategy {request.strategy!r}; choose one of {', '.join(STRATEGIES)}"
+        )
+    if request.mode not in MODES:
+        raise InvalidRequestError(f"unknown resolve mode {request.mode!r}; choose 'strict' or 'clipped'")
+    if not isinstance(request.max_new_tokens, int) or request.max_new_tokens < 1:
+        raise InvalidRequestError(f"max_new_tokens must be a positive int, got {request.max_new_tokens!r}")
+    if request.line_range is None:
+        return None
+    from engine.scope import check_range
+
+    return check_range(request.document, request.line_range)
+
+
+class EditEngine:
+    """Loads the model once (lazily, thread-safe) and runs edits one at a time."""
+
+    def __init__(self, model="default", device: str = "auto", *,
+                 on_status: Callable[[str], None] | None = None, spec_edit_window: int = 32):
+        # `model` is a spec ("default", an HF dir, a .gguf path) or an already loaded LoadedModel.
+        self._spec = model if isinstance(model, str) else getattr(model, "spec", "preloaded")
+        self._loaded = None if isinstance(model, str) else model
+        self._device = device
+        self._on_status = on_status
+        self._window = spec_edit_window
+        self._load_lock = threading.Lock()
+        self._edit_lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded is not None
+
+    @property
+    def model(self):
+        """The LoadedModel (loads it on first use)."""
+        self.load()
+        return self._loaded
+
+    def load(self) -> None:
+        """Load the model and tokenizer (idempotent; safe to call from several threads)."""
+        if self._loaded is not None:
+            return
+        with self._load_lock:
+            if self._loaded is not None:
+                return
+            from engine.model import load_model
+
+            self._status(f"loading model {self._spec} ...")
+            self._loaded = load_model(self._spec, self._device, progress=self._on_status)
+            self._status(f"model ready ({self._loaded.device}, {self._loaded.dtype})")
+
+    def _status(self, message: str) -> None:
+        if self._on_status is not None:
+            self._on_status(message)
+
+    def edit(self, request: EditRequest, *, cancel: threading.Event | None = None,
+             progress: Callable[[Progress], None] | None = None) -> EditResult:
+        """Run one edit. Raises UnknownStrategyError / InvalidRangeError / InvalidRequestError,
+        ContextOverflowError (suggests a range-scoped edit) and EditCancelled."""
+        rng = validate(request)
+        self.load()
+        from engine.edit_run import run_edit
+
+        with self._edit_lock:
+            start = time.perf_counter()
+            result = run_edit(self._loaded, request, rng, cancel=cancel, progress=progress,
+                              window=self._window)
+            result.stats.wall_ms = (time.perf_counter() - start) * 1000.0
+            return result

@@ -1,0 +1,111 @@
+"""One edit, end to end: scope the document, dispatch the strategy, re-base, assemble the result.
+
+Called by `engine.api.EditEngine.edit` after validation and loading (imports torch-using modules,
+so engine.api imports this lazily). Dispatch:
+  * "cad" / "cad-tokens" -> engine.decoder.decode_program (Copy-as-Decode, line / token copies)
+  * "regen" / "spec-edit" -> engine.regen.regenerate (full regeneration; spec-edit drafts from
+    the document), compiled to a line Program with engine.oracle.line_program.
+Range-scoped requests edit the slice only and are re-based with engine.scope.
+"""
+from __future__ import annotations
+
+from engine.errors import ContextOverflowError, EditCancelled, EngineError
+from engine.grammar import CopyTokens
+from engine.kv import DecodeCancelled
+from engine.resolver import resolve
+from engine.scope import rebase_program, slice_lines, splice_text
+
+
+class StrategyUnavailableError(EngineError):
+    """The strategy's implementation module is missing from this installation."""
+
+
+def _progress_adapter(progress, ops: int = 0):
+    from engine.api import Progress
+
+    if progress is None:
+        return None
+
+    def on_forward(stats) -> None:
+        progress(Progress(decoded=stats.decoded, copied=stats.copied, forced=stats.forced,
+                          forwards=stats.forwards, ops=ops))
+
+    return on_forward
+
+
+def _run_regen(loaded, document, request, *, cancel, progress, window):
+    from engine.regen import regenerate
+
+    r = regenerate(loaded, document, request.instruction, strategy=request.strategy, window=window,
+                   max_new_tokens=request.max_new_tokens, cancel=cancel,
+                   on_forward=_progress_adapter(progress))
+    s = r.stats
+    per_op = [{"kind": request.strategy, "tokens": len(r.output_ids), "forwards": s.forwards,
+               "ms": s.wall_ms, "copied": s.copied, "drafted": s.drafted}]
+    counts = dict(decoded=s.decoded, copied=s.copied, forced=s.forced, forwards=s.forwards,
+                  prompt_tokens=r.prompt_tokens, truncated=s.truncated, per_op=per_op)
+    return tuple(r.program), r.text, counts, list(r.warnings)
+
+
+def _run_cad(loaded, document, request, *, cancel, progress):
+    try:
+        from engine.decoder import decode_program
+    except ImportError as exc:
+        raise StrategyUnavailableError(
+            f"strategy {request.strategy!r} needs engine.decoder, which failed to import ({exc}); "
+            f"use strategy 'regen' or 'spec-edit' meanwhile"
+        ) from exc
+    d = decode_program(loaded, document, request.instruction,
+                       token_level=request.strategy == "cad-tokens",
+                       max_new_tokens=request.max_new_tokens, cancel=cancel, progress=progress,
+                       mode=request.mode)
+    s = d.stats
+    counts = dict(decoded=s.decoded, copied=s.copied, forced=s.forced, forwards=s.forwards,
+                  prompt_tokens=s.prompt_tokens, truncated=s.truncated, per_op=list(s.per_op))
+    return tuple(d.program), d.text, counts, list(getattr(d, "warnings", []) or [])
+
+
+def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32):
+    """Edit `request.document` (or lines `line_range` of it) and return an EditResult."""
+    from engine.api import EditResult, EditStats
+
+    document = request.document
+    sub = document if line_range is None else slice_lines(document, *line_range)
+    try:
+        if request.strategy in ("regen", "spec-edit"):
+            program, sub_text, counts, warnings = _run_regen(loaded, sub, request, cancel=cancel,
+                                                             progress=progress, window=window)
+        else:
+            program, sub_text, counts, warnings = _run_cad(loaded, sub, request, cancel=cancel,
+                                                           progress=progress)
+    except DecodeCancelled as exc:
+        raise EditCancelled(f"{request.strategy} edit cancelled") from exc
+    except ContextOverflowError as exc:
+        if line_range is not None:
+            a, b = line_range
+            exc.args = (f"{exc.args[0]} (lines {a}-{b} were selected; select fewer)",)
+        raise
+    if line_range is not None:
+        a, b = line_range
+        text = splice_text(document, a, b, sub_text)
+        if any(isinstance(op, CopyTokens) for op in program):
+            from engine.oracle import line_program
+
+            program = tuple(line_program(document, text))
+        else:
+            program = rebase_program(program, a, b, len(document.split("\n")), len(sub.split("\n")))
+            rebased = resolve(program, document, "strict").text
+            if rebased != text:
+                warnings.append("range re-base: program and text disagreed; text follows the program")
+                text = rebased
+    else:
+        text = sub_text
+    output_tokens = len(loaded.tokenizer.encode(sub_text, add_special_tokens=False)) + 1
+    forwards = max(1, counts["forwards"])
+    stats = EditStats(
+        decoded_tokens=counts["decoded"], copied_tokens=counts["copied"],
+        forced_tokens=counts["forced"], forwards=counts["forwards"], ops=len(program),
+        prompt_tokens=counts["prompt_tokens"], wall_ms=0.0, per_op=counts["per_op"],
+        truncated=bool(counts["truncated"]), speedup_estimate=output_tokens / forwards,
+    )
+    return EditResult(program=tuple(program), text=text, stats=stats, warnings=warnings)

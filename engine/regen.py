@@ -1,0 +1,176 @@
+"""Full regeneration of the edited document: `regen`, `spec-edit` and `pld`, free or forced.
+
+The model is asked (engine.prompt's regen framing) to write the whole edited document; we decode
+greedily until EOS, the framing's end marker, or the token budget (then `truncated`). The output is
+compiled afterwards into a line Program with `engine.oracle.line_program(document, output)`, so
+every strategy hands back a Program.
+
+Strategies (all produce the same output token for token; they differ in forwards):
+  * "regen"     plain greedy, one forward per output token;
+  * "spec-edit" the document itself is the speculative draft (engine.strategies.spec_edit);
+  * "pld"       prompt lookup decoding (engine.strategies.pld).
+
+FORCED MODE (`forced=gold_text`): the gold output's tokens replace the argmax choices with the same
+forward schedule (regen: one forward per token; spec-edit: one verify forward per round, acceptance
+= match with gold). It measures what producing the gold costs under each strategy.
+
+    regenerate(loaded, document, instruction, *, strategy="regen", window=32, max_new_tokens=512,
+               forced=None, cancel=None, on_forward=None) -> RegenResult
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from engine.errors import ContextOverflowError, EditCancelled, EngineError
+from engine.strategies.generate import GenerationStats, generate
+
+REGEN_STRATEGIES = ("regen", "spec-edit", "pld")
+_STOP_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>")
+
+
+class UnknownStrategyError(EngineError):
+    """A strategy name that this module does not implement."""
+
+
+@dataclass
+class RegenFraming:
+    """How the regen prompt frames the answer: prompt ids, answer prefix and end marker."""
+
+    prompt_ids: list[int]
+    end_marker: str               # the answer ends where this text first appears
+    draft_text: str               # the expected answer if nothing changed (document + end marker)
+
+    def extract(self, output: str) -> str:
+        """The edited document inside the raw answer text."""
+        cut = output.find(self.end_marker)
+        return output if cut < 0 else output[:cut]
+
+
+@dataclass
+class RegenResult:
+    """The edited document, its line program, and how it was produced."""
+
+    text: str
+    program: tuple
+    output_ids: list[int]
+    prompt_tokens: int
+    stats: GenerationStats
+    strategy: str
+    stopped_by: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def stop_ids_for(tokenizer) -> frozenset[int]:
+    """EOS-like token ids of this tokenizer (eos_token_id plus known end-of-turn specials)."""
+    ids = set()
+    if getattr(tokenizer, "eos_token_id", None) is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    vocab = tokenizer.get_vocab()
+    for tok in _STOP_TOKENS:
+        if tok in vocab:
+            ids.add(int(vocab[tok]))
+    return frozenset(ids)
+
+
+def regen_framing(tokenizer, document: str, instruction: str) -> RegenFraming:
+    """Render the regen prompt (engine.prompt.render_regen_prompt) and describe its framing."""
+    from engine.prompt import REGEN_CLOSE, render_regen_prompt
+
+    rendered = render_regen_prompt(document, instruction, tokenizer)
+    return RegenFraming(prompt_ids=list(rendered.ids), end_marker=REGEN_CLOSE,
+                        draft_text=document + REGEN_CLOSE)
+
+
+def _end_detector(tokenizer, marker: str) -> Callable[[list[int]], int | None]:
+    """stop_when(generated): all tokens once the decoded text contains `marker`, else None."""
+    state = {"checked": 0}
+    back = 8  # tokens re-decoded before the new ones so markers split across rounds are seen
+
+    def stop_when(generated: list[int]) -> int | None:
+        lo = max(0, state["checked"] - back)
+        state["checked"] = len(generated)
+        if marker in tokenizer.decode(generated[lo:]):
+            return len(generated)
+        return None
+
+    return stop_when
+
+
+def regenerate(
+    loaded,
+    document: str,
+    instruction: str,
+    *,
+    strategy: str = "regen",
+    window: int = 32,
+    max_new_tokens: int = 512,
+    forced: str | None = None,
+    cancel: threading.Event | None = None,
+    on_forward: Callable[[GenerationStats], None] | None = None,
+    framing: RegenFraming | None = None,
+) -> RegenResult:
+    """Regenerate the edited document with `strategy` (see module docstring)."""
+    from engine.kv import DecodeCancelled, KVRunner
+    from engine.strategies import make_proposer
+
+    if strategy not in REGEN_STRATEGIES:
+        raise UnknownStrategyError(
+            f"unknown regeneration strategy {strategy!r}; choose one of {', '.join(REGEN_STRATEGIES)}"
+        )
+    tok = loaded.tokenizer
+    framing = framing or regen_framing(tok, document, instruction)
+    prompt_ids = framing.prompt_ids
+    context_length = int(getattr(loaded, "context_length", 0) or 0)
+    if context_length and len(prompt_ids) + max_new_tokens > context_length:
+        raise ContextOverflowError(len(prompt_ids), context_length, max_new_tokens)
+
+    draft_ids = tok.encode(framing.draft_text, add_special_tokens=False)
+    if strategy == "spec-edit":
+        proposer = make_proposer("spec-edit", document_ids=draft_ids, window=window)
+    elif strategy == "pld":
+        proposer = make_proposer("pld", window=window)
+    else:
+        proposer = make_proposer("none")
+    target = None
+    if forced is not None:
+        target = tok.encode(forced + framing.end_marker, add_special_tokens=False)
+        max_new_tokens = max(max_new_tokens, len(target) + 1)
+
+    runner = KVRunner(loaded.model, cancel=cancel)
+    try:
+        gen = generate(
+            runner,
+            list(prompt_ids),
+            max_new_tokens=max_new_tokens,
+            stop_ids=stop_ids_for(tok),
+            stop_when=_end_detector(tok, framing.end_marker),
+            proposer=proposer,
+            context_ids=list(prompt_ids),
+            target=target,
+            on_forward=on_forward,
+        )
+    except DecodeCancelled as exc:
+        raise EditCancelled(f"{strategy} edit cancelled after {runner.log.forwards} forwards") from exc
+    raw = tok.decode(gen.ids)
+    text = framing.extract(raw)
+    warnings = []
+    if gen.stats.truncated:
+        warnings.append(
+            f"{strategy}: output truncated at {max_new_tokens} tokens before the document ended; "
+            f"the rest of the document is missing from the result. Raise max_new_tokens or edit a "
+            f"smaller line range."
+        )
+    from engine.oracle import line_program
+
+    return RegenResult(
+        text=text,
+        program=tuple(line_program(document, text)),
+        output_ids=gen.ids,
+        prompt_tokens=len(prompt_ids),
+        stats=gen.stats,
+        strategy=strategy,
+        stopped_by=gen.stopped_by,
+        warnings=warnings,
+    )

@@ -1,0 +1,116 @@
+"""The free-text greedy loop with an optional draft proposer (plain, PLD or document-draft).
+
+One round = one forward: `verify_greedy(runner, pending, draft)` over the ids committed last
+round plus the proposer's draft. With `NoDraft` this is plain greedy decoding (one forward per
+token). With a proposer the output is identical, only the forward count changes.
+
+FORCED MODE (`target=` token ids): the target tokens replace the argmax choices but the forward
+schedule is the same (each round still costs its forward; acceptance = match with the target).
+It measures what a given output costs under each strategy.
+
+Stopping: a token in `stop_ids` (EOS), `stop_when(generated) -> int | None` (a framing end: the
+number of generated tokens that belong to the output), or the token budget (truncated).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from engine.strategies.base import DraftProposer, NoDraft, verify_greedy
+
+
+@dataclass
+class GenerationStats:
+    """Counts for one generation; `copied` = tokens accepted from drafts."""
+
+    decoded: int = 0
+    copied: int = 0
+    forced: int = 0
+    forwards: int = 0
+    drafted: int = 0
+    rounds: int = 0
+    wall_ms: float = 0.0
+    truncated: bool = False
+
+
+@dataclass
+class Generation:
+    """Committed output ids (stop token / framing end excluded) and stats."""
+
+    ids: list[int]
+    stats: GenerationStats
+    stopped_by: str = ""          # "eos" | "end" | "budget" | "target"
+    extra: dict = field(default_factory=dict)
+
+
+def generate(
+    runner,
+    pending: list[int],
+    *,
+    max_new_tokens: int,
+    stop_ids: frozenset[int] | set[int] = frozenset(),
+    stop_when: Callable[[list[int]], int | None] | None = None,
+    proposer: DraftProposer | None = None,
+    context_ids: list[int] | None = None,
+    target: list[int] | None = None,
+    on_forward: Callable[[GenerationStats], None] | None = None,
+) -> Generation:
+    """Greedy (or forced) generation after `pending` (e.g. the whole prompt: the first forward is
+    the prefill). Returns the output ids before the stop; the KV cache may hold a few extra."""
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    proposer = proposer or NoDraft()
+    context = list(context_ids) if context_ids is not None else list(pending)
+    stats = GenerationStats()
+    generated: list[int] = []
+    start = time.perf_counter()
+    choose = None
+    if target is not None:
+        gold = list(target)
+
+        def choose(i, row, prefix, _gen=generated, _gold=gold):  # noqa: ANN001
+            pos = len(_gen) + i
+            return _gold[pos] if pos < len(_gold) else -1
+
+    stopped_by = "budget"
+    while True:
+        room = max_new_tokens - len(generated)
+        draft = list(proposer.propose(context, generated))[: max(0, room - 1)]
+        v = verify_greedy(runner, pending, draft, choose=choose)
+        proposer.update(len(v.accepted))
+        stats.forwards += 1
+        stats.rounds += 1
+        stats.drafted += len(draft)
+        committed = v.committed
+        if committed[-1] == -1:            # forced target exhausted
+            committed = committed[:-1]
+            stopped_by = "target"
+        cut = next((k for k, t in enumerate(committed) if t in stop_ids), None)
+        if cut is not None:
+            committed = committed[:cut]
+            stopped_by = "eos"
+        n_acc = min(len(v.accepted), len(committed))
+        stats.copied += n_acc
+        if target is not None:
+            stats.forced += len(committed) - n_acc
+        else:
+            stats.decoded += len(committed) - n_acc
+        generated.extend(committed)
+        if on_forward is not None:
+            on_forward(stats)
+        if stop_when is not None:
+            keep = stop_when(generated)
+            if keep is not None:
+                del generated[keep:]
+                stopped_by = "end"
+                break
+        if stopped_by in ("eos", "target"):
+            break
+        if len(generated) >= max_new_tokens:
+            del generated[max_new_tokens:]
+            stats.truncated = True
+            break
+        pending = [committed[-1]]
+    stats.wall_ms = (time.perf_counter() - start) * 1000.0
+    return Generation(ids=generated, stats=stats, stopped_by=stopped_by)
