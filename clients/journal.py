@@ -1,10 +1,11 @@
 """Resume journal for `cad-apply --write`.
 
-Owns: the append-only JSONL journal (`.cad-apply.journal.jsonl`) that records each finished
-write as {path, instruction, range, before, after} (sha256 of the file before/after), appended
-and fsynced right after the atomic rename. A rerun skips a job when the file's current hash is
-that job's recorded "after" hash, or any hash reached from it by later journaled writes to the
-same file (so several jobs on one file all resume correctly).
+Owns: the append-only JSONL journal (`.cad-apply.journal.jsonl`) that records each write as
+{path, instruction, range, before, after} (sha256 of the file before/after), appended and
+fsynced just BEFORE the atomic rename, so a kill between the two never causes a double apply
+(the file still has the "before" hash, which does not count as done). A rerun skips a job when
+the file's current hash is that job's recorded "after" hash, or any hash reached from it by
+later journaled writes to the same file (so several jobs on one file all resume correctly).
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ class Journal:
         return False
 
     def record(self, job: Job, before: str, after: str) -> None:
-        """Append one finished write and fsync the journal."""
+        """Append one write (about to be renamed into place) and fsync the journal."""
         entry = {**job.key(), "before": before, "after": after, "time": time.time()}
         self.entries.append(entry)
         line = (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8")

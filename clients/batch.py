@@ -1,0 +1,312 @@
+"""`cad-apply`: headless batch apply of edit instructions to files.
+
+Owns the command line and the per-job loop: read file → (resume check) → edit via the in-process
+engine or the LSP server → print a unified diff (`--diff`, default) or write in place atomically
+(`--write`) → journal. Pieces live in small helpers: clients.jobs (job list, --root check),
+clients.line_endings (CRLF / final newline), clients.atomic_write (temp+fsync+rename),
+clients.journal (resume), clients.edit_backends (engine / LSP), clients.progress_bar.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clients.atomic_write import ChangedOnDiskError, atomic_replace, clean_stale_temp_files, content_hash
+from clients.edit_backends import (BackendError, BackendStartError, InProcessBackend, LspBackend,
+                                   load_backend_factory)
+from clients.jobs import Job, JobsFileError, OutsideRootError, confine, read_jobs_file
+from clients.journal import JOURNAL_NAME, Journal
+from clients.line_endings import NotTextError, decode, encode
+from clients.progress_bar import ProgressBar
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_REFUSED = 3
+EXIT_START = 4
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+EPILOG = f"""\
+exit codes:
+  {EXIT_OK}    every job succeeded (changed, unchanged, or skipped as already done)
+  {EXIT_FAILED}    at least one edit failed (engine/server error, bad range)
+  {EXIT_USAGE}    bad command line or unreadable/malformed jobs file
+  {EXIT_REFUSED}    no failures, but at least one job was refused (outside --root, not a file,
+       not UTF-8, or the file changed on disk while its edit was computed)
+  {EXIT_START}    the model or the LSP server could not be started
+  {EXIT_SIGINT}  interrupted by Ctrl-C ({EXIT_SIGTERM} for SIGTERM); finished files are complete,
+       the rest untouched; rerun the same command to resume
+
+jobs file: one JSON object per line, {{"path": ..., "instruction": ..., "range": [start, end]}}
+(range optional, 1-based inclusive lines; relative paths are relative to the jobs file).
+--write journals finished jobs in {JOURNAL_NAME} (beside the jobs file, else in --root);
+a rerun skips jobs whose file still holds (or descends from) the journaled result.
+"""
+
+
+class Interrupted(BaseException):
+    """SIGTERM arrived; unwinds like KeyboardInterrupt so temp files are removed."""
+
+
+@dataclass
+class JobReport:
+    job: Job
+    status: str = "pending"    # ok | unchanged | skipped | refused | failed | not-run
+    detail: str = ""
+    seconds: float = 0.0
+    stats: dict = field(default_factory=dict)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cad-apply", description="Apply an edit instruction to files with the Copy-as-Decode engine.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="*", type=Path, metavar="FILE", help="files to edit (with -i)")
+    p.add_argument("-i", "--instruction", help="the edit instruction for FILE arguments")
+    p.add_argument("--range", dest="line_range", metavar="START-END",
+                   help="only edit these lines (1-based, inclusive) of each FILE")
+    p.add_argument("--jobs", type=Path, help="jobs.jsonl with one {path, instruction, range?} per line")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print unified diffs, change nothing (default)")
+    mode.add_argument("--write", action="store_true", help="write edits in place, atomically")
+    p.add_argument("--root", type=Path, default=None, help="refuse paths outside this directory (default: cwd)")
+    p.add_argument("--no-resume", action="store_true", help="ignore the journal; redo every job")
+    p.add_argument("--journal", type=Path, help=f"journal path (default: {JOURNAL_NAME} beside --jobs, else in --root)")
+    p.add_argument("--strategy", default="cad", help="engine strategy: cad, cad-tokens, regen, spec-edit (default: cad)")
+    p.add_argument("--model", default="default", help="model spec: default, an HF dir, or a .gguf path")
+    p.add_argument("--max-new-tokens", type=int, default=512, help="generation budget per edit (default: 512)")
+    p.add_argument("--device", default="auto", help="in-process engine device: auto, cpu, cuda (default: auto)")
+    p.add_argument("--via-lsp", action="store_true", help="edit through the LSP server (spawns `python -m cad_lsp`)")
+    p.add_argument("--server-cmd", help="server command line for --via-lsp (default: this python -m cad_lsp)")
+    p.add_argument("--engine-factory", metavar="MODULE:CALLABLE",
+                   help="use CALLABLE(args) as the edit backend instead of the engine (tests, plugins)")
+    p.add_argument("--json", dest="json_path", type=Path, help="also write the per-job report as JSON here")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    return p
+
+
+def _parse_range(text: str | None, parser: argparse.ArgumentParser) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        a, b = (int(x) for x in text.replace(":", "-").split("-", 1))
+    except ValueError:
+        parser.error(f"--range {text!r}: expected START-END, e.g. --range 10-25")
+    if a < 1 or b < a:
+        parser.error(f"--range {text!r}: need 1 <= START <= END (1-based, inclusive)")
+    return (a, b)
+
+
+def _make_backend(args, progress: ProgressBar):
+    if args.engine_factory:
+        return load_backend_factory(args.engine_factory)(args)
+    if args.via_lsp:
+        import shlex
+        command = shlex.split(args.server_cmd) if args.server_cmd else None
+        settings = {"cad": {"model": args.model, "maxNewTokens": args.max_new_tokens, "strategy": args.strategy}}
+        settings.update({"model": args.model, "maxNewTokens": args.max_new_tokens, "strategy": args.strategy})
+        return LspBackend(command=command, settings=settings, strategy=args.strategy, root=args.root)
+    return InProcessBackend(model=args.model, strategy=args.strategy, max_new_tokens=args.max_new_tokens,
+                            device=args.device, on_status=progress.message)
+
+
+def _diff(old: str, new: str, label: str) -> str:
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                        f"a/{label}", f"b/{label}"))
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal | None, get_backend) -> None:
+    """One job, start to finish; sets report.status/detail. Raises only on interrupt/startup."""
+    path = job.path
+    if not path.is_file():
+        report.status, report.detail = "refused", f"{path}: not a regular file"
+        return
+    data = path.read_bytes()
+    before = content_hash(data)
+    if journal is not None and not args.no_resume and journal.is_done(job, before):
+        report.status, report.detail = "skipped", "already applied (journal)"
+        return
+    try:
+        text, style = decode(data, where=str(path))
+    except NotTextError as exc:
+        report.status, report.detail = "refused", str(exc)
+        return
+    n_lines = len(text.split("\n"))
+    if job.line_range and job.line_range[1] > n_lines:
+        report.status = "failed"
+        report.detail = f"{path}: range {job.line_range[0]}-{job.line_range[1]} is past the last line ({n_lines})"
+        return
+    try:
+        outcome = get_backend().edit(text, job.instruction, job.line_range, path=path)
+    except BackendStartError:
+        raise
+    except BackendError as exc:
+        report.status, report.detail = "failed", str(exc)
+        return
+    report.stats = outcome.stats
+    new_data = encode(outcome.text, style)
+    label = _relative(path, root)
+    if not args.write:
+        diff = _diff(data.decode("utf-8", errors="replace"), new_data.decode("utf-8", errors="replace"), label)
+        if diff:
+            sys.stdout.write(diff if diff.endswith("\n") else diff + "\n")
+            sys.stdout.flush()
+        report.status = "ok" if new_data != data else "unchanged"
+        return
+    # Journal first, then rename: a kill between the two leaves the old file with an entry whose
+    # "after" hash is not on disk, so the rerun redoes the job; a kill after the rename leaves the
+    # new file, whose hash the entry already holds, so the rerun skips it (never applied twice).
+    if journal is not None:
+        journal.record(job, before, content_hash(new_data))
+    if new_data != data:
+        try:
+            atomic_replace(path, new_data, expected_hash=before)
+        except ChangedOnDiskError as exc:
+            report.status, report.detail = "refused", str(exc)
+            return
+    report.status = "ok" if new_data != data else "unchanged"
+
+
+def _summary(reports: list[JobReport], root: Path) -> str:
+    rows = [("status", "file", "time", "detail")]
+    for r in reports:
+        rows.append((r.status, _relative(r.job.path, root) + (f":{r.job.line_range[0]}-{r.job.line_range[1]}"
+                                                               if r.job.line_range else ""),
+                     f"{r.seconds:.1f}s", r.detail[:100]))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = []
+    for k, row in enumerate(rows):
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + " | " + row[3] + " |")
+        if k == 0:
+            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|---|")
+    counts: dict[str, int] = {}
+    for r in reports:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    lines.append("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    root = (args.root or Path.cwd()).resolve()
+    args.root = root
+    if args.max_new_tokens < 1:
+        parser.error("--max-new-tokens must be >= 1")
+
+    jobs: list[Job] = []
+    if args.jobs:
+        try:
+            jobs.extend(read_jobs_file(args.jobs))
+        except JobsFileError as exc:
+            print(f"cad-apply: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.files:
+        if not args.instruction:
+            parser.error("FILE arguments need -i/--instruction")
+        rng = _parse_range(args.line_range, parser)
+        jobs.extend(Job(f, args.instruction, rng) for f in args.files)
+    elif args.instruction and not args.jobs:
+        parser.error("-i given but no FILE arguments")
+    if not jobs:
+        parser.error("nothing to do: give FILE… -i INSTRUCTION, or --jobs jobs.jsonl")
+
+    reports: list[JobReport] = []
+    runnable: list[tuple[Job, JobReport]] = []
+    for job in jobs:
+        try:
+            confined = confine(job, root)
+            reports.append(JobReport(confined))
+            runnable.append((confined, reports[-1]))
+        except OutsideRootError as exc:
+            reports.append(JobReport(job, "refused", str(exc)))
+            print(f"cad-apply: refused: {exc}", file=sys.stderr)
+
+    journal = None
+    if args.write:  # always journal; --no-resume only stops the skipping
+        journal = Journal(args.journal or ((args.jobs.resolve().parent if args.jobs else root) / JOURNAL_NAME))
+        for directory in sorted({j.path.parent for j, _ in runnable}):
+            clean_stale_temp_files(directory)
+
+    progress = ProgressBar(len(runnable), label="cad-apply", enabled=not args.quiet)
+    backend = None
+
+    def get_backend():
+        nonlocal backend
+        if backend is None:
+            backend = _make_backend(args, progress)
+        return backend
+
+    def on_sigterm(signum, frame):
+        raise Interrupted()
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    exit_code: int | None = None
+    try:
+        for job, report in runnable:
+            start = time.monotonic()
+            try:
+                run_job(job, report, args=args, root=root, journal=journal, get_backend=get_backend)
+            except BackendStartError as exc:
+                report.status, report.detail = "failed", str(exc)
+                print(f"cad-apply: cannot start the edit backend: {exc}", file=sys.stderr)
+                exit_code = EXIT_START
+                break
+            except OSError as exc:
+                report.status, report.detail = "failed", f"{job.path}: {exc}"
+            finally:
+                report.seconds = time.monotonic() - start
+            if report.status in ("failed", "refused"):  # always shown, even with -q
+                note = f"cad-apply: {report.status}: {report.detail}"
+                progress.message(note) if progress.enabled else print(note, file=sys.stderr)
+            progress.advance(f"{report.status} {_relative(job.path, root)}")
+    except KeyboardInterrupt:
+        exit_code = EXIT_SIGINT
+    except Interrupted:
+        exit_code = EXIT_SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        progress.close()
+        for r in reports:
+            if r.status == "pending":
+                r.status = "not-run"
+        if backend is not None:
+            try:
+                backend.close()
+            except Exception as exc:  # closing must not hide the real outcome
+                print(f"cad-apply: warning: closing the backend failed: {exc}", file=sys.stderr)
+
+    if not args.quiet:
+        print(_summary(reports, root), file=sys.stderr)
+    if args.json_path:
+        args.json_path.write_text(json.dumps([
+            {"path": str(r.job.path), "instruction": r.job.instruction,
+             "range": list(r.job.line_range) if r.job.line_range else None,
+             "status": r.status, "detail": r.detail, "seconds": r.seconds, "stats": r.stats}
+            for r in reports], indent=2, default=str) + "\n")
+    if exit_code is not None:
+        return exit_code
+    statuses = {r.status for r in reports}
+    if "failed" in statuses:
+        return EXIT_FAILED
+    if "refused" in statuses:
+        return EXIT_REFUSED
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
