@@ -152,6 +152,21 @@ def _publish(tmp: Path, entry: Path) -> None:
             raise
 
 
+_STALE_TMP_SECONDS = 3600.0
+
+
+def _remove_stale_temp_dirs(entry: Path) -> None:
+    """Delete temp dirs of this entry left by a killed loader (older than an hour)."""
+    import time
+
+    for tmp in entry.parent.glob(f".{entry.name}.tmp-*"):
+        try:
+            if time.time() - tmp.stat().st_mtime > _STALE_TMP_SECONDS:
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def _emit(progress: Progress | None, message: str) -> None:
     if progress is not None:
         progress(message)
@@ -197,6 +212,7 @@ def _build_cache(gguf: Path, entry: Path, progress: Progress | None) -> None:
     except Exception as exc:  # transformers/gguf raise many types for bad files
         raise _wrap_load_error("GGUF", gguf, exc) from exc
     entry.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temp_dirs(entry)
     _forget_gguf_quantizer(model)
     tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.tmp-", dir=entry.parent))
     try:
