@@ -88,3 +88,23 @@ def write_report(name: str, rows: list[dict], json_path: Path | str | None,
         path.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
         print(f"wrote {path}")
     return report
+
+
+def token_fns(tokenizer):
+    """``(encode, decode)`` for a HF tokenizer: no special tokens, no clean-up of spaces, so
+    ``decode(encode(s)) == s`` for every text the tokenizer can represent losslessly."""
+
+    def encode(text: str) -> list[int]:
+        return tokenizer.encode(text, add_special_tokens=False)
+
+    def decode(ids) -> str:
+        return tokenizer.decode(list(ids), clean_up_tokenization_spaces=False, skip_special_tokens=False)
+
+    return encode, decode
+
+
+def load_corpora(cases: int | None = None, langs: Sequence[str] = ("python", "js")) -> dict:
+    """``{lang: pairs}`` from :mod:`engine.corpus`, each cut to the first ``cases`` pairs."""
+    from engine.corpus import load_pairs
+
+    return {lang: load_pairs(lang)[:cases] if cases else load_pairs(lang) for lang in langs}
