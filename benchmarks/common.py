@@ -31,7 +31,7 @@ def _fmt(value: Any) -> str:
         if math.isnan(value):
             return "nan"
         if value != 0 and abs(value) < 0.01:
-            return f"{value:.2e}"
+            return f"{value:.4f}"
         return f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
     return str(value)
 
