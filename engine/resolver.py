@@ -11,7 +11,8 @@ Line mode (no ``CopyTokens``):
   (so ``Gen("\\n\\n")`` and ``Gen("")`` both emit ``""``: one empty line between neighbours);
 * the emitted pieces are joined with a single "\\n".
 
-Token mode (any ``CopyTokens``): ``token_ids`` are the document's token ids and
+Token mode (any ``CopyTokens``, or no ``CopyLines`` while ``token_ids`` is given — so a
+token-mode program made only of gens is not line-stripped): ``token_ids`` are the document's token ids and
 ``decode_tokens(ids) -> str`` decodes them. ``CopyTokens(a, b)`` emits the decode of
 ``token_ids[a:b+1]``; runs of ``CopyTokens`` that are contiguous in the document
 (``b + 1 == next.a``) are decoded together so multi-byte characters split between them
@@ -104,7 +105,7 @@ def resolve(program: Sequence[Op], document: str, mode: str = "strict", *,
         raise ResolveError(f"op {index} ({program[index]!r}) mixes token copies with line copies; "
                            "a program uses either CopyLines or CopyTokens", index, program[index], n)
     warnings: list[str] = []
-    if has_tokens:
+    if has_tokens or (not has_lines and token_ids is not None):
         return _resolve_tokens(program, n, mode, token_ids, decode_tokens, warnings)
     pieces: list[str] = []
     for index, op in enumerate(program):

@@ -98,3 +98,9 @@ def test_token_mode_needs_ids_and_no_mixing():
         resolve((CopyTokens(0, 0),), "abc")
     with pytest.raises(ResolveError, match="mixes"):
         resolve((CopyLines(1, 1), CopyTokens(0, 0)), "abc", token_ids=[1], decode_tokens=str)
+
+
+def test_gen_only_program_follows_the_callers_granularity():
+    prog = (Gen("\nx\n"),)
+    assert resolve(prog, "abc").text == "x"  # line mode strips
+    assert resolve(prog, "abc", token_ids=[1], decode_tokens=_byte_decode).text == "\nx\n"
