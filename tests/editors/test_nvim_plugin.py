@@ -1,0 +1,121 @@
+"""Neovim plugin mechanics against a scripted LSP server (tests/editors/fake_server.py).
+
+Real headless Neovim, real plugin, real LSP over stdio; only the model is replaced by a
+deterministic edit ("upper" upper-cases the edited lines), so these run in seconds each.
+The same scenarios against the real `cad-lsp` + default model are in test_nvim_real_server.py.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from nvim_harness import describe, run_scenario
+
+FAKE_SERVER = Path(__file__).with_name("fake_server.py")
+SOURCE = "def add(a, b):\n    total = a - b\n    return total\n\n\nprint(add(1, 2))\n"
+
+
+@pytest.fixture
+def doc(tmp_path: Path) -> Path:
+    path = tmp_path / "project" / "buggy.py"
+    path.parent.mkdir()
+    path.write_text(SOURCE)
+    return path
+
+
+def run(tmp_path: Path, scenario: str, doc: Path, **config) -> tuple[dict, list[dict]]:
+    log = tmp_path / "server-log.jsonl"
+    report = run_scenario(
+        tmp_path, scenario, file=doc, cmd=[sys.executable, str(FAKE_SERVER)], timeout_s=60,
+        env={"FAKE_CAD_LOG": str(log)}, **config,
+    )
+    received = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return report, received
+
+
+def commands_sent(received: list[dict]) -> list[dict]:
+    return [m["params"] for m in received if m.get("method") == "workspace/executeCommand"]
+
+
+def test_edit_whole_buffer_applies_and_undoes(tmp_path, doc):
+    report, received = run(tmp_path, "edit", doc, instruction="upper")
+    before = SOURCE.split("\n")[:-1]
+    assert report["before"] == before
+    assert report["after"] == [line.upper() for line in before], describe(report)
+    assert report["after_undo"] == before, "one :undo must restore the buffer"
+    assert report["done"]["applied"] is True
+    sent = commands_sent(received)
+    assert [p["command"] for p in sent] == ["cad.applyEdit"]
+    args = sent[0]["arguments"][0]
+    assert args["instruction"] == "upper" and "range" not in args
+    assert args["uri"].endswith("/buggy.py")
+    # progress arrived on the token the client chose
+    token = sent[0]["workDoneToken"]
+    assert {p["kind"] for p in report["progress"] if p["token"] == token} >= {"begin", "end"}
+
+
+def test_visual_range_edit_leaves_other_lines_identical(tmp_path, doc):
+    report, received = run(tmp_path, "edit_range", doc, instruction="upper", line1=2, line2=3)
+    before = SOURCE.split("\n")[:-1]
+    assert report["marks"] == [2, 3]
+    after = report["after"]
+    assert after[1:3] == [before[1].upper(), before[2].upper()], describe(report)
+    assert after[:1] == before[:1] and after[3:] == before[3:]
+    assert report["after_undo"] == before
+    rng = commands_sent(received)[0]["arguments"][0]["range"]
+    assert rng == {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": len(before[2])}}
+
+
+def test_edit_without_instruction_prompts(tmp_path, doc):
+    report, received = run(tmp_path, "prompt", doc, answers=["upper"])
+    assert report["prompts"] == ["Edit instruction: "]
+    assert report["after"] == [line.upper() for line in SOURCE.split("\n")[:-1]], describe(report)
+    assert commands_sent(received)[0]["arguments"][0]["instruction"] == "upper"
+
+
+def test_code_action_without_instruction_is_intercepted_and_prompts(tmp_path, doc):
+    report, received = run(tmp_path, "code_action", doc, action_title="Apply edit instruction…",
+                           answers=["upper"])
+    assert report["prompts"] == ["Edit instruction: "], describe(report)
+    sent = commands_sent(received)
+    # exactly one request reached the server, and it carries the prompted instruction
+    assert len(sent) == 1 and sent[0]["arguments"][0]["instruction"] == "upper"
+    assert report["done"]["applied"] is True
+    assert report["after"] != report["before"]
+
+
+def test_code_action_with_instruction_is_forwarded_without_prompt(tmp_path, doc):
+    report, received = run(tmp_path, "code_action", doc, action_title="Apply: upper")
+    assert report["prompts"] == []
+    sent = commands_sent(received)
+    assert len(sent) == 1 and sent[0]["command"] == "cad.applyEdit"
+    assert sent[0]["arguments"][0]["instruction"] == "upper"
+    assert report["after"] != report["before"], describe(report)
+
+
+def test_preview_shows_diff_and_does_not_touch_buffer(tmp_path, doc):
+    report, received = run(tmp_path, "preview_then_edit", doc, instruction="upper")
+    assert report["after_preview"] == report["before"]
+    assert report["preview_filetype"] == "diff"
+    assert "+    TOTAL = A - B" in report["preview_lines"], report["preview_lines"]
+    assert [p["command"] for p in commands_sent(received)] == ["cad.previewEdit", "cad.applyEdit"]
+
+
+@pytest.mark.parametrize("with_key", [False, True], ids=["CadCancel", "ctrl-c"])
+def test_cancel_mid_edit_leaves_buffer_untouched(tmp_path, doc, with_key):
+    report, received = run(tmp_path, "cancel", doc, instruction="slow upper", cancel_with_key=with_key)
+    assert report["running"] is True
+    assert report["cancel_map"] == "cad: cancel the running edit"
+    assert report.get("cancel_map_after") is None, "the cancel key must be unmapped after the edit"
+    assert report["done"]["cancelled"] is True and report["done"]["applied"] is False
+    assert report["after"] == report["before"], describe(report)
+    sent = commands_sent(received)
+    methods = [m.get("method") for m in received]
+    assert "$/cancelRequest" in methods and "window/workDoneProgress/cancel" in methods
+    cancel = next(m for m in received if m.get("method") == "window/workDoneProgress/cancel")
+    assert cancel["params"]["token"] == sent[0]["workDoneToken"]
+    assert not any(m.get("method") is None and m.get("id", 0) > 1000 for m in received), \
+        "the server never asked to apply an edit, so no applyEdit reply should exist"
