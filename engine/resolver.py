@@ -11,8 +11,9 @@ Line mode (no ``CopyTokens``):
   (so ``Gen("\\n\\n")`` and ``Gen("")`` both emit ``""``: one empty line between neighbours);
 * the emitted pieces are joined with a single "\\n".
 
-Token mode (any ``CopyTokens``, or no ``CopyLines`` while ``token_ids`` is given — so a
-token-mode program made only of gens is not line-stripped): ``token_ids`` are the document's token ids and
+Token mode (the program has a ``CopyTokens``, or the caller passes ``granularity="tokens"``,
+which a token-level decoder should do so that a program made only of gens is not
+line-stripped; passing ``token_ids`` alone does not switch modes): ``token_ids`` are the document's token ids and
 ``decode_tokens(ids) -> str`` decodes them. ``CopyTokens(a, b)`` emits the decode of
 ``token_ids[a:b+1]``; runs of ``CopyTokens`` that are contiguous in the document
 (``b + 1 == next.a``) are decoded together so multi-byte characters split between them
@@ -92,10 +93,17 @@ def _check_range(op, index: int, start: int, end: int, lo: int, hi: int, unit: s
 
 def resolve(program: Sequence[Op], document: str, mode: str = "strict", *,
             token_ids: Sequence[int] | None = None,
-            decode_tokens: Callable[[Sequence[int]], str] | None = None) -> Resolution:
-    """Resolve ``program`` against ``document`` (see the module docstring for the semantics)."""
+            decode_tokens: Callable[[Sequence[int]], str] | None = None,
+            granularity: str | None = None) -> Resolution:
+    """Resolve ``program`` against ``document`` (see the module docstring for the semantics).
+
+    ``granularity`` is ``None`` (infer: token mode iff the program has a ``CopyTokens``),
+    ``"lines"`` or ``"tokens"``.
+    """
     if mode not in MODES:
         raise ValueError(f"resolve mode {mode!r} is not one of {MODES}")
+    if granularity not in (None, "lines", "tokens"):
+        raise ValueError(f"resolve granularity {granularity!r} is not None, 'lines' or 'tokens'")
     lines = document_lines(document)
     n = len(lines)
     has_lines = any(isinstance(op, CopyLines) for op in program)
@@ -105,7 +113,15 @@ def resolve(program: Sequence[Op], document: str, mode: str = "strict", *,
         raise ResolveError(f"op {index} ({program[index]!r}) mixes token copies with line copies; "
                            "a program uses either CopyLines or CopyTokens", index, program[index], n)
     warnings: list[str] = []
-    if has_tokens or (not has_lines and token_ids is not None):
+    if granularity == "lines" and has_tokens:
+        index = next(i for i, op in enumerate(program) if isinstance(op, CopyTokens))
+        raise ResolveError(f"op {index} ({program[index]!r}) is a token copy but granularity='lines'",
+                           index, program[index], n)
+    if granularity == "tokens" and has_lines:
+        index = next(i for i, op in enumerate(program) if isinstance(op, CopyLines))
+        raise ResolveError(f"op {index} ({program[index]!r}) is a line copy but granularity='tokens'",
+                           index, program[index], n)
+    if has_tokens or granularity == "tokens":
         return _resolve_tokens(program, n, mode, token_ids, decode_tokens, warnings)
     pieces: list[str] = []
     for index, op in enumerate(program):

@@ -103,4 +103,10 @@ def test_token_mode_needs_ids_and_no_mixing():
 def test_gen_only_program_follows_the_callers_granularity():
     prog = (Gen("\nx\n"),)
     assert resolve(prog, "abc").text == "x"  # line mode strips
-    assert resolve(prog, "abc", token_ids=[1], decode_tokens=_byte_decode).text == "\nx\n"
+    assert resolve(prog, "abc", token_ids=[1], decode_tokens=_byte_decode).text == "x"
+    assert resolve(prog, "abc", token_ids=[1], decode_tokens=_byte_decode,
+                   granularity="tokens").text == "\nx\n"
+    with pytest.raises(ResolveError, match="granularity='tokens'"):
+        resolve((CopyLines(1, 1),), "abc", granularity="tokens")
+    with pytest.raises(ValueError, match="granularity"):
+        resolve(prog, "abc", granularity="chars")
