@@ -65,6 +65,12 @@ def span_profile(pairs: Sequence, tokenizer) -> dict:
     return {**summary, "histogram": dict(sorted(histogram.items())), "per_case": cases}
 
 
+def bnd_cases(profile: dict) -> list[tuple[int, int, list[int]]]:
+    """``(T, T_gen, spans)`` per case of a :func:`span_profile`, the input of
+    ``engine.costmodel.bnd_exact_corpus``."""
+    return [(c["T"], c["T_gen"], c["spans"]) for c in profile["per_case"]]
+
+
 def token_ceiling(pairs: Sequence, tokenizer, min_spans: Sequence[int] = MIN_SPANS) -> dict[int, dict]:
     """Token-level greedy cover summary for each minimum span m (seed Table 13)."""
     encode, _ = token_fns(tokenizer)

@@ -35,6 +35,8 @@ def test_ceiling_small(tmp_path):
     prof = report["span_profiles"]["python"]
     assert len(prof["per_case"]) == 3
     assert sum(sum(c["spans"]) for c in prof["per_case"]) == prof["T_copy"]
+    cases = ceiling.bnd_cases(prof)
+    assert len(cases) == 3 and all(t >= t_gen >= 0 and t_gen + sum(sp) >= t for t, t_gen, sp in cases)
     covers = [r["f_tok"] for r in report["token_cover"] if r["corpus"] == "python"]
     assert covers == sorted(covers, reverse=True)  # larger m never covers more
 
