@@ -234,21 +234,24 @@ def _verify(document: str, edits, expected: str, encoding: str) -> None:
 
 def program_to_edits(program: Sequence, document: str, *, encoding: str = "utf-16", mode: str = "strict",
                      expected: str | None = None, token_ids: Sequence[int] | None = None,
-                     decode_tokens: Callable[[Sequence[int]], str] | None = None) -> EditPlan:
+                     decode_tokens: Callable[[Sequence[int]], str] | None = None,
+                     granularity: str | None = None) -> EditPlan:
     """The minimal TextEdits that turn ``document`` into ``resolve(program, document)``.
 
     ``expected`` is the resolver output when the caller already has it (required for token
     programs unless ``token_ids``/``decode_tokens`` are given). For line programs the
-    resolver is run here and must agree with ``expected``.
+    resolver is run here and must agree with ``expected``. ``granularity="tokens"`` marks a
+    token-mode program even without ``CopyTokens`` (e.g. a gen-only ``cad-tokens`` program).
     """
-    is_tokens = any(isinstance(op, CopyTokens) for op in program)
+    is_tokens = granularity == "tokens" or any(isinstance(op, CopyTokens) for op in program)
     if is_tokens and (token_ids is None or decode_tokens is None):
         if expected is None:
             raise ValueError("a token-level program needs expected= (the resolver output) or "
                              "token_ids= and decode_tokens= to resolve it")
         target = expected
     else:
-        target = resolve(program, document, mode, token_ids=token_ids, decode_tokens=decode_tokens).text
+        target = resolve(program, document, mode, token_ids=token_ids, decode_tokens=decode_tokens,
+                         granularity=granularity).text
         if expected is not None and expected != target:
             raise TextEditMappingError(
                 f"the engine's text ({len(expected)} chars) differs from resolve(program, document, "

@@ -1,0 +1,184 @@
+"""The ``cad.applyEdit``, ``cad.previewEdit`` and ``cad.cancelAll`` commands.
+
+Owns one edit's life cycle on the server, in order:
+
+1. parse the argument object (:mod:`cad_lsp.arguments`); refuse ``cad.applyEdit`` when the
+   instruction is missing (LSP has no text input: the editor must prompt for it) or when the
+   client lacks ``workspace.applyEdit``;
+2. snapshot the document (text + version) and build the :class:`engine.api.EditRequest`
+   (settings + per-command ``strategy``/``maxNewTokens``; a ``range`` becomes ``line_range``);
+3. start work-done progress, queue the job on the engine worker, await it off the event
+   loop; ``$/cancelRequest`` and progress cancel both set the job's cancel event;
+4. map the program to minimal TextEdits (:mod:`cad_lsp.textedits`), consuming an
+   instruction comment if the action named one;
+5. preview: return ``{diff, stats, program}``; apply: versioned ``workspace/applyEdit``,
+   discarded (with a message) if the document changed while decoding.
+
+Result of ``cad.applyEdit``: ``{applied, message, stats, program, edits, discarded}``;
+``stats`` are the engine's :class:`EditStats` plus ``server_ms``, ``engine_ms``, ``queue_ms``.
+Engine errors are shown with ``window/showMessage`` and returned as the command's error
+carrying the engine's message.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcRequestCancelled
+
+from engine.api import EditCancelled, EditRequest, EngineError
+from engine.grammar import serialize
+
+from .arguments import EditArgs, parse_edit_args
+from .diffs import unified_diff
+from .errors import CommandArgumentError, CommandRefusedError, EngineCommandError
+from .instruction_comments import drop_line_from_program, locate_comment
+from .positions import range_to_line_range
+from .progress import EditProgress
+from .protocol import COMMAND_PARAMS
+from .textedits import program_to_edits
+from .versioned_apply import apply_versioned, client_can_apply_edits, snapshot
+from .worker import EditJob
+
+__all__ = ["APPLY_EDIT", "PREVIEW_EDIT", "CANCEL_ALL", "apply_edit", "preview_edit", "cancel_all"]
+
+APPLY_EDIT = "cad.applyEdit"
+PREVIEW_EDIT = "cad.previewEdit"
+CANCEL_ALL = "cad.cancelAll"
+
+
+async def apply_edit(ls: Any, *arguments: Any) -> dict:
+    return await _run(ls, APPLY_EDIT, arguments, apply=True)
+
+
+async def preview_edit(ls: Any, *arguments: Any) -> dict:
+    return await _run(ls, PREVIEW_EDIT, arguments, apply=False)
+
+
+def cancel_all(ls: Any, *arguments: Any) -> dict:
+    count = ls.worker.cancel_all()
+    ls.log(f"cancelAll: cancelled {count} edit(s)")
+    return {"cancelled": count}
+
+
+def _check_preconditions(ls: Any, command: str, args: EditArgs, apply: bool) -> None:
+    if not (args.instruction or "").strip():
+        raise CommandArgumentError(
+            f"{command} needs an instruction: pass [{{uri, instruction, range?}}]. The code action "
+            "'Apply edit instruction…' leaves it out on purpose because LSP has no text input; "
+            "the editor plugin must prompt for the instruction and then run the command.")
+    if apply and not client_can_apply_edits(ls):
+        message = (f"{command} is refused: this client does not support workspace/applyEdit "
+                   "(capabilities.workspace.applyEdit), so the server cannot change the document. "
+                   f"Use {PREVIEW_EDIT} to get a diff instead.")
+        ls.show(message, types.MessageType.Error)
+        raise CommandRefusedError(message)
+
+
+def _build_request(ls: Any, args: EditArgs, text: str) -> EditRequest:
+    settings = ls.settings
+    line_range = None
+    if args.range is not None:
+        line_range = range_to_line_range(text, args.range, ls.position_encoding)
+    return EditRequest(document=text, instruction=args.instruction.strip(),
+                       strategy=args.strategy or settings.strategy, line_range=line_range,
+                       max_new_tokens=args.max_new_tokens or settings.max_new_tokens,
+                       mode=settings.resolver_mode)
+
+
+async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
+    t0 = time.perf_counter()
+    args = parse_edit_args(command, arguments)
+    _check_preconditions(ls, command, args, apply)
+    snap = snapshot(ls, args.uri)
+    request = _build_request(ls, args, snap.text)
+    cancel = threading.Event()
+    request_id = ls.protocol.msg_id
+    ls.register_cancel(request_id, cancel)
+    params = COMMAND_PARAMS.get()
+    client_token = params.work_done_token if params is not None else None
+    progress = await EditProgress.start(ls, client_token, cancel, "Copy-as-Decode", "queued")
+    try:
+        job = _submit(ls, request, cancel, progress)
+        try:
+            result = await asyncio.wrap_future(job.future)
+        except asyncio.CancelledError:
+            cancel.set()
+            progress.end("cancelled")
+            raise
+        except EditCancelled as exc:
+            progress.end("cancelled")
+            ls.log(f"{command} {args.uri}: cancelled ({exc})")
+            raise JsonRpcRequestCancelled(message=f"{command} was cancelled: {exc}") from None
+        except EngineError as exc:
+            progress.end(f"failed: {exc}")
+            ls.show(f"Copy-as-Decode: {exc}", types.MessageType.Error)
+            raise EngineCommandError(str(exc), type(exc).__name__) from None
+        program = result.program
+        expected: str | None = result.text
+        if args.comment_text is not None:
+            line = locate_comment(snap.text, args.comment_line, args.comment_text)
+            if line is not None:
+                dropped = drop_line_from_program(program, line + 1)
+                if dropped != tuple(program):
+                    program, expected = dropped, None
+        plan = program_to_edits(program, snap.text, encoding=ls.position_encoding, mode=request.mode,
+                                expected=expected,
+                                granularity="tokens" if request.strategy == "cad-tokens" else None)
+        stats = _stats(result.stats, job, t0)
+        reply = {"stats": stats, "program": serialize(program), "edits": len(plan.edits),
+                 "warnings": list(result.warnings), "method": plan.method}
+        if not apply:
+            reply["diff"] = unified_diff(snap.text, plan.new_text, args.uri)
+            progress.end("preview ready")
+            _log_stats(ls, command, args.uri, stats, "previewed")
+            return reply
+        outcome = await apply_versioned(ls, snap, plan.edits, f"cad: {request.instruction}")
+        if outcome.discarded:
+            ls.show(f"Copy-as-Decode: {outcome.message}", types.MessageType.Warning)
+        stats["server_ms"] = (time.perf_counter() - t0) * 1000.0
+        _log_stats(ls, command, args.uri, stats, outcome.message)
+        progress.end(outcome.message)
+        reply.update(applied=outcome.applied, message=outcome.message, discarded=outcome.discarded)
+        return reply
+    finally:
+        progress.end("done")
+        ls.unregister_cancel(request_id)
+
+
+def _submit(ls: Any, request: EditRequest, cancel: threading.Event, progress: EditProgress) -> EditJob:
+    settings = ls.settings
+
+    def on_position(position: int) -> None:
+        progress.report_threadsafe("running" if position <= 1 else f"queued (position {position})", force=True)
+
+    def on_progress(p) -> None:
+        progress.report_threadsafe(f"decoding: {p.decoded} generated, {p.copied} copied, {p.ops} ops", ops=p.ops)
+
+    def on_status(message: str) -> None:
+        progress.report_threadsafe(message, force=True)
+        ls.log_threadsafe(message)
+
+    job = EditJob(request, model=settings.model, device=settings.device, cancel=cancel,
+                  on_progress=on_progress, on_position=on_position, on_status=on_status)
+    ls.worker.submit(job)
+    return job
+
+
+def _stats(stats: Any, job: EditJob, t0: float) -> dict:
+    out = dataclasses.asdict(stats) if dataclasses.is_dataclass(stats) else dict(vars(stats))
+    out["engine_ms"] = job.engine_ms
+    out["queue_ms"] = ((job.started_at or t0) - job.queued_at) * 1000.0
+    out["server_ms"] = (time.perf_counter() - t0) * 1000.0
+    return out
+
+
+def _log_stats(ls: Any, command: str, uri: str, stats: dict, outcome: str) -> None:
+    ls.log(f"{command} {uri}: {stats['server_ms']:.0f} ms (engine {stats['engine_ms'] or 0:.0f} ms, "
+           f"queued {stats['queue_ms']:.0f} ms), {stats.get('copied_tokens')} tokens copied, "
+           f"{stats.get('decoded_tokens')} generated, speedup ~{stats.get('speedup_estimate', 1.0):.2f}x; "
+           f"{outcome}")

@@ -1,0 +1,80 @@
+"""Server settings: defaults < command line < ``initializationOptions`` < ``workspace/configuration``.
+
+Owns the ``cad`` settings section and its validation. Keys (camelCase, as clients send them):
+
+* ``model``: model spec for :class:`engine.api.EditEngine` ("default", a GGUF path, an HF dir)
+* ``device``: "auto" | "cpu" | "cuda" | ...
+* ``strategy``: one of :data:`engine.api.STRATEGIES`
+* ``maxNewTokens``: positive int, decode budget per edit
+* ``resolverMode``: "strict" | "clipped"
+
+``initializationOptions`` may hold the keys directly or under ``{"cad": {...}}``.
+Unknown keys are ignored (listed in :attr:`Settings.merge` warnings), wrong values raise
+:class:`SettingsError` naming the key, the value and what is allowed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+__all__ = ["Settings", "SettingsError", "SECTION", "STRATEGIES", "RESOLVER_MODES"]
+
+SECTION = "cad"
+RESOLVER_MODES = ("strict", "clipped")
+try:  # engine.api imports torch lazily, so this import is cheap
+    from engine.api import STRATEGIES
+except ImportError:  # pragma: no cover - engine.api not available yet
+    STRATEGIES = ("cad", "cad-tokens", "regen", "spec-edit")
+
+_KEYS = {"model": "model", "device": "device", "strategy": "strategy",
+         "maxNewTokens": "max_new_tokens", "max_new_tokens": "max_new_tokens",
+         "resolverMode": "resolver_mode", "resolver_mode": "resolver_mode"}
+
+
+class SettingsError(ValueError):
+    """A ``cad.*`` setting has a value the server cannot use."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str = "default"
+    device: str = "auto"
+    strategy: str = "cad"
+    max_new_tokens: int = 512
+    resolver_mode: str = "clipped"
+
+    def merge(self, options: Mapping[str, Any] | None, *, source: str) -> tuple["Settings", list[str]]:
+        """A copy with ``options`` applied; returns it and warnings about ignored keys."""
+        if not options:
+            return self, []
+        if not isinstance(options, Mapping):
+            raise SettingsError(f"{source}: expected an object of cad settings, got {type(options).__name__}")
+        if isinstance(options.get(SECTION), Mapping):
+            options = options[SECTION]
+        changes: dict[str, Any] = {}
+        warnings = []
+        for key, value in options.items():
+            if value is None:
+                continue
+            field = _KEYS.get(key)
+            if field is None:
+                warnings.append(f"{source}: unknown setting {SECTION}.{key} ignored "
+                                f"(known: model, device, strategy, maxNewTokens, resolverMode)")
+                continue
+            changes[field] = _validate(field, value, key, source)
+        return replace(self, **changes), warnings
+
+
+def _validate(field: str, value: Any, key: str, source: str) -> Any:
+    where = f"{source}: {SECTION}.{key}={value!r}"
+    if field == "max_new_tokens":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise SettingsError(f"{where} must be a positive integer (decode budget per edit)")
+        return value
+    if not isinstance(value, str) or not value:
+        raise SettingsError(f"{where} must be a non-empty string")
+    if field == "strategy" and value not in STRATEGIES:
+        raise SettingsError(f"{where} is not a strategy; use one of {', '.join(STRATEGIES)}")
+    if field == "resolver_mode" and value not in RESOLVER_MODES:
+        raise SettingsError(f"{where} must be 'strict' or 'clipped'")
+    return value

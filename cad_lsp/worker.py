@@ -1,0 +1,190 @@
+"""The engine worker: one thread, one :class:`engine.api.EditEngine`, a FIFO queue of edits.
+
+Owns serialisation of all decodes onto the single engine, queue positions, cancellation
+events, and loading the model exactly once (at the first job, or at start with preload).
+
+Positions are 1-based over everything ahead of and including a job: the running job is
+position 1, the next queued job position 2, and so on. ``on_position`` is called from the
+submitting thread (initial position) and from the worker thread (when the queue advances).
+All other callbacks are called from the worker thread; callers marshal them to their own
+loop. Nothing here knows about LSP.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from engine.api import EditCancelled, EditEngine, EditRequest, EditResult, Progress
+
+__all__ = ["EditJob", "EngineWorker", "WorkerStoppedError"]
+
+log = logging.getLogger(__name__)
+
+EngineFactory = Callable[[str, str, Callable[[str], None]], Any]
+
+class WorkerStoppedError(RuntimeError):
+    """A job was submitted after the worker was stopped (the server is shutting down)."""
+
+def _default_factory(model: str, device: str, on_status: Callable[[str], None]) -> EditEngine:
+    return EditEngine(model, device, on_status=on_status)
+
+@dataclass
+class EditJob:
+    """One edit waiting for or running on the engine."""
+
+    request: EditRequest | None  # None: load the model only (preload)
+    model: str = "default"
+    device: str = "auto"
+    cancel: threading.Event = field(default_factory=threading.Event)
+    on_progress: Callable[[Progress], None] | None = None
+    on_position: Callable[[int], None] | None = None
+    on_status: Callable[[str], None] | None = None
+    on_start: Callable[[], None] | None = None
+    future: Future = field(default_factory=Future)
+    queued_at: float = field(default_factory=time.perf_counter)
+    started_at: float | None = None
+    finished_at: float | None = None
+    engine_ms: float | None = None  # wall time inside EditEngine.edit
+
+class EngineWorker:
+    """Runs :class:`EditJob` s one at a time on a lazily created engine."""
+
+    def __init__(self, engine_factory: EngineFactory = _default_factory):
+        self._factory = engine_factory
+        self._engine = None
+        self._engine_key: tuple[str, str] | None = None
+        self._pending: deque[EditJob] = deque()
+        self._running: EditJob | None = None
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    # -- submitting ---------------------------------------------------------------------
+    def submit(self, job: EditJob) -> int:
+        """Queue ``job``; returns its position (1 = runs now)."""
+        with self._cond:
+            if self._stopped:
+                raise WorkerStoppedError("the engine worker is stopped (server shutting down); "
+                                         "restart the language server")
+            self._pending.append(job)
+            position = len(self._pending) + (1 if self._running else 0)
+            self._ensure_thread()
+            self._cond.notify()
+        _safe(job.on_position, position)
+        return position
+
+    def preload(self, model: str, device: str) -> EditJob:
+        """Load the model in the background (queued like an edit)."""
+        job = EditJob(None, model=model, device=device)
+        self.submit(job)
+        return job
+
+    @property
+    def busy(self) -> bool:
+        with self._cond:
+            return self._running is not None or bool(self._pending)
+
+    @property
+    def loaded(self) -> bool:
+        engine = self._engine
+        return bool(engine is not None and getattr(engine, "loaded", False))
+
+    def cancel_all(self) -> int:
+        """Set the cancel event of the running and all queued jobs; returns how many."""
+        with self._cond:
+            jobs = ([self._running] if self._running else []) + list(self._pending)
+        for job in jobs:
+            job.cancel.set()
+        return len(jobs)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Cancel everything and stop the thread (idempotent)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self.cancel_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    # -- the worker thread ----------------------------------------------------------------
+    def _ensure_thread(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="cad-engine-worker", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopped:
+                    self._cond.wait()
+                if not self._pending:
+                    return
+                job = self._pending.popleft()
+                self._running = job
+                waiting = list(self._pending)
+            for i, other in enumerate(waiting):
+                _safe(other.on_position, i + 2)
+            try:
+                self._run(job)
+            finally:
+                with self._cond:
+                    self._running = None
+
+    def _run(self, job: EditJob) -> None:
+        job.started_at = time.perf_counter()
+        try:
+            if job.cancel.is_set():
+                raise EditCancelled("the edit was cancelled while it was queued")
+            _safe(job.on_start)
+            engine = self._engine_for(job)
+            if job.request is None:
+                result = None
+            else:
+                t0 = time.perf_counter()
+                try:
+                    result = engine.edit(job.request, cancel=job.cancel, progress=job.on_progress)
+                finally:
+                    job.engine_ms = (time.perf_counter() - t0) * 1000.0
+        except BaseException as exc:  # handed to the waiting request, never lost
+            job.finished_at = time.perf_counter()
+            if not job.future.done():
+                job.future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        job.finished_at = time.perf_counter()
+        if not job.future.done():
+            job.future.set_result(result)
+
+    def _engine_for(self, job: EditJob):
+        key = (job.model, job.device)
+        if self._engine is None or self._engine_key != key:
+            if self._engine is not None:
+                log.info("settings changed model/device to %s; creating a new engine", key)
+            self._current = job
+            self._engine = self._factory(job.model, job.device, self._status)
+            self._engine_key = key
+        self._current = job
+        if not getattr(self._engine, "loaded", False):
+            _safe(job.on_status, f"loading model {job.model!r} on {job.device}")
+            self._engine.load()
+        return self._engine
+
+    def _status(self, message: str) -> None:
+        job = getattr(self, "_current", None)
+        if job is not None:
+            _safe(job.on_status, message)
+
+def _safe(callback: Callable[..., None] | None, *args: Any) -> None:
+    """Call a progress/status callback; a failing callback must not kill the decode."""
+    if callback is None:
+        return
+    try:
+        callback(*args)
+    except Exception:  # noqa: BLE001 - logged, the edit continues
+        log.exception("callback %r failed", callback)

@@ -1,0 +1,1 @@
+"""LSP server tests: TextEdit mapping properties and end-to-end runs over real stdio."""

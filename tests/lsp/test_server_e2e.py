@@ -1,0 +1,235 @@
+"""End to end over real stdio: ``python -m cad_lsp --preload`` with the REAL default model.
+
+One server per module (the model loads once). Decodes are kept short (a few tokens);
+the long-running decodes used for cancellation and queueing are cancelled early.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from engine.corpus import data_dir
+from engine.grammar import CopyLines, parse
+from engine.resolver import resolve
+
+from .lsp_client import (
+    NO_APPLY_CAPS, execute, kinds, messages, new_token, open_doc, set_text, start_client, wait_for,
+)
+
+pytestmark = [pytest.mark.real_model, pytest.mark.asyncio(loop_scope="module")]
+
+SHORT = 8  # max new tokens for edits that must finish
+LONG = 200  # regen budget for decodes that are cancelled long before they finish
+
+
+def _document() -> str:
+    """HumanEval/0 (has_close_elements), buggy: the document the paper's instruction fixes."""
+    import json
+
+    row = json.loads((data_dir() / "python.jsonl").read_text().splitlines()[0])
+    return row["declaration"] + row["buggy_solution"]
+
+
+DOC = _document()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def client():
+    client = await start_client("--preload", "--device", "cpu",
+                                init_options={"cad": {"maxNewTokens": SHORT}})
+    yield client
+    await client.shutdown_session()
+
+
+def _uri(name: str) -> str:
+    return f"file:///tmp/cad-e2e/{name}.py"
+
+
+def _check_applied(client, uri: str, original: str, reply: dict) -> str:
+    """The client's text equals resolve(program, original) and copied lines were not edited."""
+    program = parse(reply["program"])
+    text = client.docs.texts[uri]
+    assert text == resolve(program, original, "clipped").text
+    return text
+
+
+async def test_code_action_is_listed(client):
+    uri = _uri("actions")
+    open_doc(client, uri, DOC)
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+        context=types.CodeActionContext(diagnostics=[])))
+    prompt = [a for a in actions if a.title == "Apply edit instruction…"]
+    assert len(prompt) == 1
+    assert prompt[0].kind == types.CodeActionKind.RefactorRewrite
+    assert prompt[0].command.command == "cad.applyEdit"
+    assert list(prompt[0].command.arguments) == [{"uri": uri}]  # no instruction: the editor prompts
+
+
+async def test_command_without_instruction_is_an_error(client):
+    uri = _uri("noinstr")
+    open_doc(client, uri, DOC)
+    with pytest.raises(JsonRpcException, match="needs an instruction"):
+        await execute(client, "cad.applyEdit", {"uri": uri})
+
+
+async def test_apply_edit_sends_versioned_edit_with_progress(client):
+    uri = _uri("apply")
+    open_doc(client, uri, DOC)
+    token = new_token()
+    before = len(client.docs.applied)
+    t0 = time.perf_counter()
+    reply = await asyncio.wait_for(execute(client, "cad.applyEdit", {
+        "uri": uri, "instruction": "Fix bugs in has_close_elements."}, token=token), 600)
+    elapsed = (time.perf_counter() - t0) * 1000
+    stats = reply["stats"]
+    print(f"\napplyEdit: client {elapsed:.0f} ms, server {stats['server_ms']:.0f} ms, "
+          f"engine {stats['engine_ms']:.0f} ms, overhead {elapsed - stats['engine_ms']:.1f} ms")
+    assert kinds(client, token)[0] == "begin" and kinds(client, token)[-1] == "end"
+    if reply["edits"]:
+        assert reply["applied"] is True
+        edit = client.docs.applied[before].edit.document_changes[0]
+        assert edit.text_document.version == 1  # the snapshot's version
+    _check_applied(client, uri, DOC, reply)
+    assert stats["decoded_tokens"] <= SHORT + 16
+    assert any("ms (engine" in m.message for m in client.log_messages)
+
+
+async def test_preview_returns_diff_without_applying(client):
+    uri = _uri("preview")
+    open_doc(client, uri, DOC)
+    before = len(client.docs.applied)
+    reply = await asyncio.wait_for(execute(client, "cad.previewEdit", {
+        "uri": uri, "instruction": "Fix bugs in has_close_elements.", "strategy": "regen"}), 600)
+    assert len(client.docs.applied) == before and client.docs.texts[uri] == DOC
+    new = resolve(parse(reply["program"]), DOC, "clipped").text
+    assert (reply["diff"] == "") == (new == DOC)
+    if reply["diff"]:
+        assert reply["diff"].startswith(f"--- a/{uri}")
+
+
+async def test_cancel_request_stops_decode(client):
+    uri = _uri("cancel")
+    open_doc(client, uri, DOC)
+    token, msg_id = new_token(), "cancel-me"
+    before = len(client.docs.applied)
+    future = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Rewrite it.", "strategy": "regen",
+                                               "maxNewTokens": LONG}, token=token, msg_id=msg_id)
+    await wait_for(lambda: any(m.startswith("decoding") for m in messages(client, token)), what="decoding")
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+    with pytest.raises(JsonRpcException, match="[Cc]ancel"):
+        await asyncio.wait_for(future, 600)
+    await wait_for(lambda: "end" in kinds(client, token), what="progress end")
+    assert messages(client, token)[-1] == "cancelled"
+    assert len(client.docs.applied) == before and client.docs.texts[uri] == DOC
+
+
+async def test_progress_cancel_stops_decode(client):
+    uri = _uri("pcancel")
+    open_doc(client, uri, DOC)
+    token = new_token()
+    future = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Rewrite it.", "strategy": "regen",
+                                               "maxNewTokens": LONG}, token=token)
+    await wait_for(lambda: any(m.startswith("decoding") for m in messages(client, token)), what="decoding")
+    client.protocol.notify(types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token))
+    with pytest.raises(JsonRpcException, match="[Cc]ancel"):
+        await asyncio.wait_for(future, 600)
+    assert client.docs.texts[uri] == DOC
+
+
+async def test_queued_request_answered_while_decoding(client):
+    uri = _uri("queue")
+    open_doc(client, uri, DOC)
+    first_token, second_token = new_token(), new_token()
+    first = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Rewrite it.", "strategy": "regen",
+                                              "maxNewTokens": LONG}, token=first_token)
+    await wait_for(lambda: any(m.startswith("decoding") for m in messages(client, first_token)), what="decoding")
+    t0 = time.perf_counter()
+    second = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Rewrite it."}, token=second_token)
+    await wait_for(lambda: "queued (position 2)" in messages(client, second_token), what="queued report")
+    queued_ms = (time.perf_counter() - t0) * 1000
+    t1 = time.perf_counter()
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+        context=types.CodeActionContext(diagnostics=[])))
+    action_ms = (time.perf_counter() - t1) * 1000
+    print(f"\nqueued report after {queued_ms:.1f} ms; codeAction answered in {action_ms:.1f} ms during a decode")
+    assert actions and not first.done()  # both answered before the first edit finished
+    cancelled = await execute(client, "cad.cancelAll", {})
+    assert cancelled["cancelled"] == 2
+    for future in (first, second):
+        with pytest.raises(JsonRpcException, match="[Cc]ancel"):
+            await asyncio.wait_for(future, 600)
+    assert client.docs.texts[uri] == DOC
+
+
+async def test_document_changed_mid_decode_is_discarded(client):
+    uri = _uri("changed")
+    open_doc(client, uri, DOC)
+    token = new_token()
+    before_msgs, before_applied = len(client.messages), len(client.docs.applied)
+    future = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Fix bugs in has_close_elements.",
+                                               "strategy": "regen"}, token=token)
+    await wait_for(lambda: any(m.startswith(("decoding", "running")) for m in messages(client, token)),
+                   what="decode start")
+    set_text(client, uri, DOC + "# typed while decoding\n")
+    reply = await asyncio.wait_for(future, 600)
+    assert reply["applied"] is False and reply["discarded"] is True
+    assert "changed while decoding" in reply["message"]
+    assert len(client.docs.applied) == before_applied
+    assert any("changed while decoding" in m.message for m in client.messages[before_msgs:])
+
+
+async def test_instruction_comment_action_consumes_comment(client):
+    uri = _uri("comment")
+    lines = DOC.split("\n")
+    lines.insert(1, "    # cad: use a set instead of a list")
+    text = "\n".join(lines)
+    open_doc(client, uri, text)
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+        context=types.CodeActionContext(diagnostics=[])))
+    comment = [a for a in actions if a.title == "Apply: use a set instead of a list"]
+    assert len(comment) == 1
+    args = comment[0].command.arguments[0]
+    assert args["instruction"] == "use a set instead of a list" and args["comment"]["line"] == 1
+    reply = await asyncio.wait_for(execute(client, "cad.applyEdit", dict(args, strategy="regen")), 600)
+    program = parse(reply["program"])
+    assert not any(isinstance(op, CopyLines) and op.start <= 2 <= op.end for op in program)
+    _check_applied(client, uri, text, reply)
+
+
+async def test_range_scoped_edit_keeps_other_lines(client):
+    uri = _uri("range")
+    open_doc(client, uri, DOC)
+    lines = DOC.split("\n")
+    first, last = 2, 4  # LSP lines 2..4 == program lines 3..5
+    rng = {"start": {"line": first, "character": 0}, "end": {"line": last + 1, "character": 0}}
+    reply = await asyncio.wait_for(execute(client, "cad.applyEdit", {
+        "uri": uri, "instruction": "Fix bugs in has_close_elements.", "range": rng, "strategy": "regen"}), 600)
+    text = _check_applied(client, uri, DOC, reply)
+    new_lines = text.split("\n")
+    tail = len(lines) - (last + 1)
+    assert new_lines[:first] == lines[:first]
+    assert new_lines[len(new_lines) - tail:] == lines[last + 1:]
+
+
+async def test_client_without_apply_edit_is_refused():
+    client = await start_client(caps=NO_APPLY_CAPS)
+    try:
+        uri = _uri("refused")
+        open_doc(client, uri, DOC)
+        with pytest.raises(JsonRpcException, match="does not support workspace/applyEdit"):
+            await asyncio.wait_for(execute(client, "cad.applyEdit", {"uri": uri, "instruction": "x"}), 120)
+        await wait_for(lambda: client.messages, timeout=30, what="showMessage")
+        assert "workspace/applyEdit" in client.messages[-1].message
+    finally:
+        await client.shutdown_session()
