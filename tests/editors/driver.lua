@@ -39,7 +39,8 @@ vim.api.nvim_create_autocmd('User', {
 vim.api.nvim_create_autocmd('LspProgress', {
   callback = function(ev)
     local params = ev.data.params
-    report.progress[#report.progress + 1] = { token = params.token, kind = params.value.kind }
+    local value = params.value or {}
+    report.progress[#report.progress + 1] = { token = params.token, kind = value.kind, message = value.message }
   end,
 })
 
@@ -69,9 +70,11 @@ local function wait_event(name, count)
   return report.events[#report.events]
 end
 
+-- Progress has begun (and, with cfg.cancel_when, a message containing that text arrived).
 local function progress_began()
   for _, p in ipairs(report.progress) do
-    if p.kind == 'begin' or p.kind == 'report' then
+    local kind_ok = p.kind == 'begin' or p.kind == 'report'
+    if kind_ok and (not cfg.cancel_when or (p.message or ''):find(cfg.cancel_when, 1, true)) then
       return true
     end
   end
@@ -91,11 +94,34 @@ local function open_file()
   return buf
 end
 
+-- One extmark at column 0 of every line: after an edit, marks on lines the server did not
+-- touch still sit at the start of the same text (a whole-buffer replace would collapse them).
+local ns = vim.api.nvim_create_namespace('cad-test')
+
+local function mark_lines(buf)
+  local ids = {}
+  for row = 0, vim.api.nvim_buf_line_count(buf) - 1 do
+    ids[#ids + 1] = vim.api.nvim_buf_set_extmark(buf, ns, row, 0, {})
+  end
+  return ids
+end
+
+local function mark_positions(buf, ids)
+  local pos = {}
+  for i, id in ipairs(ids) do
+    local p = vim.api.nvim_buf_get_extmark_by_id(buf, ns, id, {})
+    pos[i] = { p[1], p[2] }
+  end
+  return pos
+end
+
 local function edit_and_undo(buf, command)
+  local ids = mark_lines(buf)
   vim.cmd(command)
   local done = wait_event('CadEditDone', 1)
   report.done = done
   report.after = lines(buf)
+  report.mark_positions = mark_positions(buf, ids)
   step('edited')
   vim.cmd('silent undo')
   report.after_undo = lines(buf)

@@ -64,6 +64,9 @@ def test_visual_range_edit_leaves_other_lines_identical(tmp_path, doc):
     after = report["after"]
     assert after[1:3] == [before[1].upper(), before[2].upper()], describe(report)
     assert after[:1] == before[:1] and after[3:] == before[3:]
+    # lines outside the range were not rewritten: their extmarks did not move
+    for row in (0, 3, 4, 5):
+        assert report["mark_positions"][row] == [row, 0], report["mark_positions"]
     assert report["after_undo"] == before
     rng = commands_sent(received)[0]["arguments"][0]["range"]
     assert rng == {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": len(before[2])}}
