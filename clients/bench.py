@@ -144,11 +144,13 @@ async def replay(args, cases, progress: ProgressBar) -> tuple[list[CaseResult], 
                     outcome = await session.apply_edit(uri, case.instruction, strategy=args.strategy,
                                                        timeout_s=args.request_timeout_s)
                     result.latency_s = outcome.latency_s
-                    result.applied = outcome.applied
+                    result.applied = outcome.applied  # a workspace/applyEdit arrived and applied
                     texts[uri] = outcome.text
                     if isinstance(outcome.result, dict):
                         result.stats = outcome.result.get("stats") or {}
                         result.message = str(outcome.result.get("message") or "")[:300]
+                        if outcome.result.get("applied") is True:  # includes "no change" replies
+                            result.applied = True
                 except LspSessionError as exc:
                     result.error = str(exc)[:500]
                     texts[uri] = case.document

@@ -67,6 +67,11 @@ class InProcessBackend:
             result = self.engine.edit(request)
         except api.EngineError as exc:
             raise BackendError(f"{path or '<text>'}: engine failed: {exc}") from exc
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # an engine bug must fail this job, not crash the whole batch
+            raise BackendError(f"{path or '<text>'}: internal engine error "
+                               f"{type(exc).__name__}: {exc} (please report)") from exc
         stats = result.stats
         stats_dict = {k: getattr(stats, k) for k in ("decoded_tokens", "copied_tokens", "forced_tokens",
                                                      "forwards", "ops", "wall_ms", "truncated")
@@ -120,11 +125,8 @@ class LspBackend:
         except LspSessionError as exc:
             raise BackendError(f"{path or uri}: {exc}") from exc
         result = outcome.result if isinstance(outcome.result, dict) else {"result": outcome.result}
-        if result.get("applied") is False and outcome.text == text:
-            message = str(result.get("message") or "")
-            # "nothing to change" is a successful no-op; anything else is a failure
-            if message and not any(w in message.lower() for w in ("no change", "unchanged", "nothing")):
-                raise BackendError(f"{path or uri}: server did not apply the edit: {message}")
+        if result.get("applied") is False:  # discarded, or our client refused the edit
+            raise BackendError(f"{path or uri}: server did not apply the edit: {result.get('message') or 'no reason given'}")
         stats = result.get("stats") if isinstance(result.get("stats"), dict) else {}
         return EditOutcome(outcome.text, dict(stats or {}), [])
 

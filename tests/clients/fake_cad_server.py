@@ -5,6 +5,8 @@ docs/ARCHITECTURE.md, but the "edit" is deterministic: every line in scope that 
 `BUG` gets `BUG` replaced by `FIX` (scope = `range` lines, or the whole document). Edits are sent
 as a versioned `workspace/applyEdit`, one TextEdit per changed line, so the client's position
 handling and version bookkeeping are exercised. Env `FAKE_CAD_DELAY_S` adds a per-request delay.
+With `FAKE_CAD_MODE=gold` the edit instead turns a HumanEvalPack buggy document into its gold
+text (looked up in engine.corpus), sent as line-block TextEdits from a difflib alignment.
 """
 from __future__ import annotations
 
@@ -18,9 +20,40 @@ from pygls.lsp.server import LanguageServer
 server = LanguageServer("fake-cad", "0.0.1")
 
 
+_GOLD: dict[str, str] = {}
+
+
+def _gold_plan(doc):
+    if not _GOLD:
+        from engine.corpus import load_pairs
+        for lang in ("python", "js"):
+            _GOLD.update({p.document: p.gold for p in load_pairs(lang)})
+    old = doc.source.split("\n")
+    new_text = _GOLD.get(doc.source, doc.source)
+    new = new_text.split("\n")
+    edits = []
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        # replace lines i1..i2 (exclusive) by new[j1:j2]; positions at line starts
+        text = "".join(line + "\n" for line in new[j1:j2])
+        if i2 >= len(old):  # touching the last line: end at the document end instead
+            edits.append(types.TextEdit(range=types.Range(
+                start=types.Position(line=i1, character=0),
+                end=types.Position(line=len(old) - 1, character=len(old[-1]))), new_text=text[:-1]))
+        else:
+            edits.append(types.TextEdit(range=types.Range(
+                start=types.Position(line=i1, character=0), end=types.Position(line=i2, character=0)),
+                new_text=text))
+    return doc, edits, new_text
+
+
 def _plan(ls: LanguageServer, args: dict):
     uri = args["uri"]
     doc = ls.workspace.get_text_document(uri)
+    if os.environ.get("FAKE_CAD_MODE") == "gold":
+        return _gold_plan(doc)
     lines = doc.source.split("\n")
     lo, hi = 0, len(lines) - 1
     if args.get("range"):
