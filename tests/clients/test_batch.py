@@ -206,3 +206,26 @@ def test_via_lsp_with_fake_server_applies_versioned_edits(tmp_path):
                      cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert p.read_text() == "ok\nFIX one\nBUG two\n"
+
+
+@pytest.mark.real_model
+def test_real_model_write_keeps_crlf_and_mode_then_resume_skips_without_model(tmp_path):
+    p = tmp_path / "add.py"
+    p.write_bytes(b"def add(a, b):\r\n    return a - b\r\n")
+    os.chmod(p, 0o640)
+    report = tmp_path / "r.json"
+    common = [str(p), "-i", "Fix bugs in add.", "--write", "--root", str(tmp_path), "--strategy", "regen",
+              "--max-new-tokens", "16", "--device", "cpu", "--json", str(report), "-q"]
+    assert batch.main(common) == 0
+    (first,) = json.loads(report.read_text())
+    assert first["status"] in ("ok", "unchanged") and first["stats"]["decoded_tokens"] <= 16
+    data = p.read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n") >= 1          # every line break is still CRLF
+    assert data.endswith(b"\r\n")
+    assert stat.S_IMODE(p.stat().st_mode) == 0o640
+    assert not [q for q in tmp_path.iterdir() if TEMP_MARKER in q.name]
+    # rerun: the journal says it's done, so it is skipped (the model is never even loaded)
+    assert batch.main([*common[:-3], "--model", "/nonexistent/model.gguf", "--json", str(report), "-q"]) == 0
+    (second,) = json.loads(report.read_text())
+    assert second["status"] == "skipped"
+    assert p.read_bytes() == data
