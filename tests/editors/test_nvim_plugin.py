@@ -7,12 +7,15 @@ The same scenarios against the real `cad-lsp` + default model are in test_nvim_r
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from nvim_harness import describe, run_scenario
+from nvim_harness import PLUGIN_DIR, describe, find_nvim, run_scenario
 
 FAKE_SERVER = Path(__file__).with_name("fake_server.py")
 SOURCE = "def add(a, b):\n    total = a - b\n    return total\n\n\nprint(add(1, 2))\n"
@@ -122,3 +125,23 @@ def test_cancel_mid_edit_leaves_buffer_untouched(tmp_path, doc, with_key):
     assert cancel["params"]["token"] == sent[0]["workDoneToken"]
     assert not any(m.get("method") is None and m.get("id", 0) > 1000 for m in received), \
         "the server never asked to apply an edit, so no applyEdit reply should exist"
+
+
+def test_help_file_has_tags_and_opens(tmp_path):
+    """`:help cad` works once helptags are generated (as plugin managers do)."""
+    plugin = tmp_path / "cad.nvim"
+    shutil.copytree(PLUGIN_DIR, plugin)
+    nvim, env = find_nvim()
+    script = (
+        f"set rtp^={plugin} | helptags {plugin}/doc | help cad | "
+        "call writefile([expand('%:t'), getline('.')], 'help.out') | qa!"
+    )
+    subprocess.run([str(nvim), "--headless", "--clean", "-n", "-i", "NONE", "-c", script],
+                   cwd=tmp_path, env={**os.environ, **env}, timeout=60, check=True,
+                   capture_output=True, stdin=subprocess.DEVNULL)
+    name, line = (tmp_path / "help.out").read_text().splitlines()
+    assert name == "cad.txt"
+    assert "*cad*" in line
+    tags = (plugin / "doc" / "tags").read_text()
+    for tag in (":CadEdit", ":CadPreview", ":CadCancel", "cad-setup", "CadEditDone"):
+        assert f"{tag}\tcad.txt" in tags
