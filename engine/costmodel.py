@@ -215,20 +215,27 @@ def predict_from_forwards(
 # --------------------------------------------------------------------------- m* policy
 
 
+MIN_SPLICE = 2  # a 1-token "splice" is the same forward as a decode step: s(1) = 1 up to noise
+
+
 def m_star(s: SpeedupFn, c_ms: float, tau_ms: float, ns: Iterable[int]) -> int | None:
-    """Appendix J: min{N in ns : s(N) > 1 + c/(N·τ)}; None when no N qualifies."""
+    """Appendix J: min{N in ns, N >= 2 : s(N) > 1 + c/(N·τ)}; None when no N qualifies.
+
+    N = 1 is excluded: splicing one token is the same forward as decoding it, so a measured
+    s(1) > 1 is timing noise, not a reason to copy single tokens (the seed's Table 17 also starts at 2).
+    """
     if tau_ms <= 0:
         raise CostModelError(f"tau_ms must be > 0, got {tau_ms}")
     for n in sorted(ns):
-        if n >= 1 and s(n) > 1.0 + c_ms / (n * tau_ms):
+        if n >= MIN_SPLICE and s(n) > 1.0 + c_ms / (n * tau_ms):
             return n
     return None
 
 
 def m_star_safe(s: SpeedupFn, ns: Iterable[int], threshold: float = 1.5) -> int | None:
-    """The conservative deployment threshold: min{N in ns : s(N) > threshold}."""
+    """The conservative deployment threshold: min{N in ns, N >= 2 : s(N) > threshold}."""
     for n in sorted(ns):
-        if n >= 1 and s(n) > threshold:
+        if n >= MIN_SPLICE and s(n) > threshold:
             return n
     return None
 

@@ -77,6 +77,9 @@ def test_predict_from_forwards_hand_example():
 
 def test_m_star_strict_and_safe():
     ns = LINEAR.ns
+    assert m_star(LINEAR.s, c_ms=0.0, tau_ms=1.0, ns=[1, 2]) == 2  # N=1 never counts, even if s(1) > 1
+    noisy = KernelCurve(ns=(1, 2, 4), speedups=(1.2, 1.3, 3.0))
+    assert m_star_safe(noisy.s, noisy.ns) == 4
     assert m_star(LINEAR.s, c_ms=1.0, tau_ms=1.0, ns=ns) == 2  # 2 > 1 + 1/2
     assert m_star(LINEAR.s, c_ms=10.0, tau_ms=1.0, ns=ns) == 4  # 2 > 6 fails; 4 > 3.5
     assert m_star(LINEAR.s, c_ms=1000.0, tau_ms=1.0, ns=ns) is None
@@ -98,9 +101,11 @@ def test_curve_from_kernel_json(tmp_path):
     curve = KernelCurve.from_json(path)
     assert curve.ns == (1, 4, 16) and curve.speedups == (1.1, 3.0, 9.0)
     assert curve.fixed.c_ms == pytest.approx(0.5)
-    # c=0.5, tau=10: N=1: 1.1 > 1.05 -> m* = 1; with c_forced too: 1.1 > 2.25 fails, 3.0 > 1.3125
-    assert curve_m_star(curve) == 1
+    # c=0.5, tau=10: N=1 is never a splice; N=4 (interpolated s(2) = sqrt(1.1*3)=1.817 is not on the
+    # grid): 3.0 > 1 + 0.5/40 -> m* = 4; with c_forced too: 3.0 > 1 + 12.5/40
+    assert curve_m_star(curve) == 4
     assert curve_m_star(curve, include_forced=True) == 4
+    assert m_star(curve.s, 0.5, 10.0, ns=[1, 2, 3]) == 2  # s(2) = 1.817 > 1.025
     with pytest.raises(CostModelError, match="run `python -m benchmarks.kernel"):
         KernelCurve.from_json(tmp_path / "missing.json")
     with pytest.raises(CostModelError, match="no rows"):
