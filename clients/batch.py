@@ -110,8 +110,8 @@ def _make_backend(args, progress: ProgressBar):
     if args.via_lsp:
         import shlex
         command = shlex.split(args.server_cmd) if args.server_cmd else None
-        settings = {"cad": {"model": args.model, "maxNewTokens": args.max_new_tokens, "strategy": args.strategy}}
-        settings.update({"model": args.model, "maxNewTokens": args.max_new_tokens, "strategy": args.strategy})
+        settings = {"cad": {"model": args.model, "device": args.device, "maxNewTokens": args.max_new_tokens,
+                            "strategy": args.strategy}}
         return LspBackend(command=command, settings=settings, strategy=args.strategy, root=args.root)
     return InProcessBackend(model=args.model, strategy=args.strategy, max_new_tokens=args.max_new_tokens,
                             device=args.device, on_status=progress.message)

@@ -130,6 +130,9 @@ async def replay(args, cases, progress: ProgressBar) -> tuple[list[CaseResult], 
             try:
                 await session.apply_edit(uri, "Fix bugs in add.", strategy=args.strategy,
                                          timeout_s=args.request_timeout_s)
+            except LspSessionError as exc:  # record it; each case will report its own outcome
+                info["warmup_error"] = str(exc)[:500]
+                progress.message(f"cad-bench: warm-up edit failed: {str(exc).splitlines()[0]}")
             finally:
                 session.close(uri)
             info["warmup_s"] = time.monotonic() - t1
