@@ -163,9 +163,13 @@ class _ProgramDecoder:
         target, starts = None, None
         if forced is not None:
             target, starts = [], []
-            for op in forced:
+            for i, op in enumerate(forced):
                 starts.append(len(target))
-                target.extend(op_token_ids(self.table, self.view, op, token_level=token_level))
+                try:
+                    target.extend(op_token_ids(self.table, self.view, op, token_level=token_level))
+                except (ValueError, TypeError) as exc:
+                    raise ForcedProgramError(f"forced program op #{i} {op!r} cannot be spelled for this "
+                                             f"document: {exc}") from exc
             starts.append(len(target))
             target.extend(self.table.program_close)
         self.chooser = _Chooser(target, starts)
