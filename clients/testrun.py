@@ -26,6 +26,12 @@ process.on("unhandledRejection", (err) => { console.error(err); process.exit(1);
 """
 
 
+# HumanEvalPack JavaScript/162 does `require('js-md5')`; same function via node's built-in crypto.
+JS_MODULES = {
+    "js-md5": "module.exports = (text) => require('crypto').createHash('md5').update(String(text)).digest('hex');\n",
+}
+
+
 class TestRunnerError(RuntimeError):
     """The interpreter for a language is missing; the message says what to install."""
 
@@ -67,6 +73,11 @@ def run_tests(lang: str, code: str, test: str, entry_point: str, *, timeout_s: f
         name = os.path.join(tmp, "candidate.py" if lang == "python" else "candidate.js")
         with open(name, "w", encoding="utf-8") as fh:
             fh.write(program)
+        if lang == "js":
+            for module, source in JS_MODULES.items():
+                os.makedirs(os.path.join(tmp, "node_modules", module))
+                with open(os.path.join(tmp, "node_modules", module, "index.js"), "w", encoding="utf-8") as fh:
+                    fh.write(source)
         start = time.monotonic()
         proc = subprocess.Popen([*cmd, name], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)

@@ -85,3 +85,11 @@ def test_bench_three_cases_against_real_server_and_model(tmp_path):
         assert case["stats"].get("decoded_tokens", 0) <= 8 + 16   # the server setting reached the engine
     row = report["rows"][0]
     assert row["cases"] == 3 and 0.0 <= row["pass@1"] <= 1.0
+
+
+def test_js_md5_task_runs_offline():
+    from engine.corpus import load_pairs
+
+    (pair,) = [p for p in load_pairs("js") if p.task_id == "JavaScript/162"]
+    assert run_tests("js", pair.gold, pair.test, pair.entry_point).passed
+    assert not run_tests("js", pair.document, pair.test, pair.entry_point).passed
