@@ -111,13 +111,13 @@ def _settings(args) -> dict:
     return {"cad": cad} if cad else {}
 
 
-async def replay(args, cases, progress: ProgressBar) -> tuple[list[CaseResult], dict, dict]:
-    """Send every case to the server; returns (results, per-case new texts, run info)."""
+async def replay(args, cases, progress: ProgressBar) -> tuple[list[CaseResult], list[str], dict]:
+    """Send every case to the server; returns (results, new text per case, run info), in case order."""
     command = shlex.split(args.server_cmd) if args.server_cmd else None
     on_stderr = (lambda line: print(f"[server] {line}", file=sys.stderr)) if args.verbose else None
     session = LspSession(command, settings=_settings(args), on_stderr=on_stderr)
     info: dict = {}
-    texts: dict[str, str] = {}
+    texts: list[str] = [case.document for case in cases]   # our copies; unchanged if a request fails
     results: list[CaseResult] = []
     t0 = time.monotonic()
     await session.start()
@@ -148,7 +148,7 @@ async def replay(args, cases, progress: ProgressBar) -> tuple[list[CaseResult], 
                                                        timeout_s=args.request_timeout_s)
                     result.latency_s = outcome.latency_s
                     result.applied = outcome.applied  # a workspace/applyEdit arrived and applied
-                    texts[uri] = outcome.text
+                    texts[index] = outcome.text
                     if isinstance(outcome.result, dict):
                         result.stats = outcome.result.get("stats") or {}
                         result.message = str(outcome.result.get("message") or "")[:300]
@@ -156,7 +156,6 @@ async def replay(args, cases, progress: ProgressBar) -> tuple[list[CaseResult], 
                             result.applied = True
                 except LspSessionError as exc:
                     result.error = str(exc)[:500]
-                    texts[uri] = case.document
                 finally:
                     try:
                         session.close(uri)
@@ -169,21 +168,16 @@ async def replay(args, cases, progress: ProgressBar) -> tuple[list[CaseResult], 
         t2 = time.monotonic()
         results = await asyncio.gather(*(one(i, c) for i, c in enumerate(cases)))
         info["replay_wall_s"] = time.monotonic() - t2
-        ordered = {}
-        for i, c in enumerate(cases):
-            ordered[c.task_id + "|" + c.lang] = texts.get(
-                f"untitled:cad-bench/{i}-{c.task_id.replace('/', '_')}.{EXTENSIONS[c.lang]}", c.document)
         info["server_stderr_tail"] = list(session.stderr_tail)[-10:]
-        return list(results), ordered, info
+        return list(results), texts, info
     finally:
         await session.stop()
 
 
-def score(cases, texts: dict[str, str], results: list[CaseResult], args, progress: ProgressBar) -> None:
+def score(cases, texts: list[str], results: list[CaseResult], args, progress: ProgressBar) -> None:
     """EM + pass@1 for each case (tests run in a small thread pool, after the replay)."""
-    def work(pair):
-        case, result = pair
-        text = texts[case.task_id + "|" + case.lang]
+    def work(triple):
+        case, text, result = triple
         result.em = exact_match(text, case.gold)
         result.em_trimmed = text.strip() == case.gold.strip()
         outcome = run_tests(case.lang, text, case.test, case.entry_point, timeout_s=args.test_timeout_s)
@@ -193,7 +187,7 @@ def score(cases, texts: dict[str, str], results: list[CaseResult], args, progres
         progress.advance(f"test {case.task_id} {'pass' if outcome.passed else 'fail'}")
 
     with ThreadPoolExecutor(max_workers=max(1, args.test_workers)) as pool:
-        list(pool.map(work, zip(cases, results)))
+        list(pool.map(work, zip(cases, texts, results)))
 
 
 def summarize(results: list[CaseResult], lang: str, args, extra: dict | None = None) -> dict:
@@ -204,6 +198,8 @@ def summarize(results: list[CaseResult], lang: str, args, extra: dict | None = N
            "concurrency": args.concurrency,
            "p50_s": percentile(lat, 50), "p95_s": percentile(lat, 95),
            "mean_s": (sum(lat) / len(lat)) if lat else float("nan"),
+           "engine_p50_s": percentile([r.stats["engine_ms"] / 1000.0 for r in rs
+                                       if isinstance(r.stats.get("engine_ms"), (int, float))], 50),
            "applied": sum(r.applied for r in rs) / n if n else float("nan"),
            "EM": sum(r.em for r in rs) / n if n else float("nan"),
            "EM_trim": sum(r.em_trimmed for r in rs) / n if n else float("nan"),
