@@ -3,7 +3,6 @@ against a fake server (exact gold edits) and against the real server + real mode
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -52,14 +51,11 @@ def test_gold_mode_gold_passes_and_buggy_fails_on_10_cases_per_language(tmp_path
     assert "| js |" in capsys.readouterr().out
 
 
-def test_replay_over_lsp_with_gold_edits_gives_full_em_and_pass(tmp_path):
+def test_replay_over_lsp_with_gold_edits_gives_full_em_and_pass(tmp_path, monkeypatch):
     out = tmp_path / "fake.json"
-    os.environ["FAKE_CAD_MODE"] = "gold"
-    try:
-        code = bench.main(["--lang", "both", "--cases", "4", "--concurrency", "3", "--server-cmd", FAKE_SERVER,
-                           "--json", str(out), "-q"])
-    finally:
-        del os.environ["FAKE_CAD_MODE"]
+    monkeypatch.setenv("FAKE_CAD_MODE", "gold")   # the fake server turns each buggy doc into its gold
+    code = bench.main(["--lang", "both", "--cases", "4", "--concurrency", "3", "--server-cmd", FAKE_SERVER,
+                       "--json", str(out), "-q"])
     assert code == 0
     report = json.loads(out.read_text())
     assert len(report["cases"]) == 8
