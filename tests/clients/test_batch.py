@@ -229,3 +229,18 @@ def test_real_model_write_keeps_crlf_and_mode_then_resume_skips_without_model(tm
     (second,) = json.loads(report.read_text())
     assert second["status"] == "skipped"
     assert p.read_bytes() == data
+
+
+@pytest.mark.real_model
+def test_real_server_via_lsp_range_edit_leaves_other_lines_alone(tmp_path):
+    p = tmp_path / "two.py"
+    head = "def sub(a, b):\n    return a - b\n\n\n"
+    p.write_text(head + "def add(a, b):\n    return a - b\n")
+    report = tmp_path / "r.json"
+    code = batch.main([str(p), "-i", "Fix bugs in add.", "--range", "5-6", "--write", "--via-lsp",
+                       "--root", str(tmp_path), "--strategy", "regen", "--max-new-tokens", "16",
+                       "--device", "cpu", "--json", str(report), "-q"])
+    assert code == 0, json.loads(report.read_text())
+    (row,) = json.loads(report.read_text())
+    assert row["status"] in ("ok", "unchanged") and row["stats"]["decoded_tokens"] <= 16
+    assert p.read_text().startswith(head)          # lines 1-4 are outside the range: untouched
