@@ -78,7 +78,7 @@ def test_bench_three_cases_against_real_server_and_model(tmp_path):
         assert not case["error"], case
         assert case["applied"], case               # server answered and our copy took the edit
         assert case["latency_s"] > 0
-        assert case["stats"].get("decoded_tokens", 0) <= 8 + 16   # the server setting reached the engine
+        assert case["stats"]["decoded_tokens"] <= 8   # the maxNewTokens server setting reached the engine
     row = report["rows"][0]
     assert row["cases"] == 3 and 0.0 <= row["pass@1"] <= 1.0
 
