@@ -199,6 +199,21 @@ function scenarios.cancel(buf)
   report.after = lines(buf)
 end
 
+-- Open cfg.others (paths) after the first file and record which client each buffer got.
+function scenarios.clients_per_root(buf)
+  local ids = { vim.lsp.get_clients({ bufnr = buf, name = 'cad' })[1].id }
+  for _, path in ipairs(cfg.others) do
+    vim.cmd.edit(vim.fn.fnameescape(path))
+    local b = vim.api.nvim_get_current_buf()
+    wait('the cad client to attach to ' .. path, function()
+      return #vim.lsp.get_clients({ bufnr = b, name = 'cad' }) > 0
+    end)
+    ids[#ids + 1] = vim.lsp.get_clients({ bufnr = b, name = 'cad' })[1].id
+  end
+  report.client_ids = ids
+  report.client_count = #vim.lsp.get_clients({ name = 'cad' })
+end
+
 local ok, err = xpcall(function()
   local buf = open_file()
   scenarios[cfg.scenario](buf)

@@ -145,3 +145,44 @@ def test_help_file_has_tags_and_opens(tmp_path):
     tags = (plugin / "doc" / "tags").read_text()
     for tag in (":CadEdit", ":CadPreview", ":CadCancel", "cad-setup", "CadEditDone"):
         assert f"{tag}\tcad.txt" in tags
+
+
+def test_one_client_per_project_root_is_reused(tmp_path, doc):
+    (doc.parent / ".git").mkdir()
+    sibling = doc.parent / "sub" / "other.py"
+    sibling.parent.mkdir()
+    sibling.write_text("x = 1\n")
+    elsewhere = tmp_path / "second" / "third.py"
+    elsewhere.parent.mkdir()
+    (elsewhere.parent / "pyproject.toml").write_text("")
+    elsewhere.write_text("y = 2\n")
+    report, _ = run(tmp_path, "clients_per_root", doc, others=[str(sibling), str(elsewhere)])
+    first, same_root, other_root = report["client_ids"]
+    assert first == same_root, "a file under the same root must reuse the client"
+    assert other_root != first, "a file under another root gets its own client"
+    assert report["client_count"] == 2
+
+
+def run_lua(tmp_path: Path, code: str) -> str:
+    """Run Lua in headless nvim with the plugin on 'rtp'; returns what the code wrote to `out`."""
+    nvim, env = find_nvim()
+    script = tmp_path / "check.lua"
+    script.write_text(f"vim.opt.rtp:prepend({str(PLUGIN_DIR)!r})\nlocal out = {{}}\n{code}\n"
+                      f"vim.fn.writefile(out, {str(tmp_path / 'lua.out')!r})\nvim.cmd('qa!')\n")
+    subprocess.run([str(nvim), "--headless", "--clean", "-n", "-i", "NONE", "-c", f"luafile {script}"],
+                   cwd=tmp_path, env={**os.environ, **env}, timeout=60, check=True, capture_output=True,
+                   stdin=subprocess.DEVNULL)
+    return (tmp_path / "lua.out").read_text()
+
+
+def test_setup_rejects_bad_options_with_a_message_naming_them(tmp_path):
+    out = run_lua(tmp_path, """
+for _, bad in ipairs({ { filetypes = 3 }, { cmd = {} }, { cancel_key = 1 }, { settings = 'x' } }) do
+  local ok, err = pcall(require('cad').setup, bad)
+  out[#out + 1] = tostring(ok) .. ' ' .. tostring(err)
+end
+""")
+    lines = out.splitlines()
+    assert [line.split(" ", 1)[0] for line in lines] == ["false"] * 4
+    for line, key in zip(lines, ["filetypes", "cmd", "cancel_key", "settings"]):
+        assert f"option `{key}`" in line and ":help cad-setup" in line, line
