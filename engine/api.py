@@ -145,8 +145,9 @@ class EditEngine:
             from engine.model import load_model
 
             self._status(f"loading model {self._spec} ...")
-            self._loaded = load_model(self._spec, self._device, progress=self._on_status)
-            self._status(f"model ready ({self._loaded.device}, {self._loaded.dtype})")
+            loaded = load_model(self._spec, self._device, progress=self._on_status)
+            self._loaded = loaded
+            self._status(f"model ready ({getattr(loaded, 'device', '?')}, {getattr(loaded, 'dtype', '?')})")
 
     def _status(self, message: str) -> None:
         if self._on_status is not None:

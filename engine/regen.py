@@ -14,8 +14,8 @@ FORCED MODE (`forced=gold_text`): the gold output's tokens replace the argmax ch
 forward schedule (regen: one forward per token; spec-edit: one verify forward per round, acceptance
 = match with gold). It measures what producing the gold costs under each strategy.
 
-    regenerate(loaded, document, instruction, *, strategy="regen", window=32, max_new_tokens=512,
-               forced=None, cancel=None, on_forward=None) -> RegenResult
+    regenerate(loaded, document, instruction, *, strategy="regen", window=32, probe=None,
+               max_new_tokens=512, forced=None, cancel=None, on_forward=None) -> RegenResult
 """
 from __future__ import annotations
 
@@ -23,15 +23,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.errors import ContextOverflowError, EditCancelled, EngineError
+from engine.errors import ContextOverflowError, EditCancelled
 from engine.strategies.generate import GenerationStats, generate
 
 REGEN_STRATEGIES = ("regen", "spec-edit", "pld")
 _STOP_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>")
-
-
-class UnknownStrategyError(EngineError):
-    """A strategy name that this module does not implement."""
 
 
 @dataclass
@@ -105,6 +101,7 @@ def regenerate(
     *,
     strategy: str = "regen",
     window: int = 32,
+    probe: int | None = None,
     max_new_tokens: int = 512,
     forced: str | None = None,
     cancel: threading.Event | None = None,
@@ -116,6 +113,8 @@ def regenerate(
     from engine.strategies import make_proposer
 
     if strategy not in REGEN_STRATEGIES:
+        from engine.api import UnknownStrategyError
+
         raise UnknownStrategyError(
             f"unknown regeneration strategy {strategy!r}; choose one of {', '.join(REGEN_STRATEGIES)}"
         )
@@ -128,7 +127,7 @@ def regenerate(
 
     draft_ids = tok.encode(framing.draft_text, add_special_tokens=False)
     if strategy == "spec-edit":
-        proposer = make_proposer("spec-edit", document_ids=draft_ids, window=window)
+        proposer = make_proposer("spec-edit", document_ids=draft_ids, window=window, probe=probe)
     elif strategy == "pld":
         proposer = make_proposer("pld", window=window)
     else:

@@ -17,11 +17,14 @@ from engine.strategies.pld import find_ngram
 class DocumentDraftProposer:
     """Drafts from `document_ids` (the expected output if nothing changed), with re-anchoring."""
 
-    def __init__(self, document_ids: list[int], window: int = 32, max_ngram: int = 4, min_ngram: int = 1):
-        if window < 1 or min_ngram < 1 or max_ngram < min_ngram:
-            raise ValueError(f"bad spec-edit options window={window} ngram={min_ngram}..{max_ngram}")
+    def __init__(self, document_ids: list[int], window: int = 32, max_ngram: int = 4, min_ngram: int = 1,
+                 probe: int | None = None):
+        if window < 1 or min_ngram < 1 or max_ngram < min_ngram or (probe is not None and probe < 1):
+            raise ValueError(f"bad spec-edit options window={window} ngram={min_ngram}..{max_ngram} probe={probe}")
         self.doc = list(document_ids)
         self.window = window
+        self.probe = probe
+        self._size = window       # current draft length (changes only when probe is set)
         self.max_ngram = max_ngram
         self.min_ngram = min_ngram
         self._expect = 0          # doc index the next generated token should equal; None = lost
@@ -29,12 +32,13 @@ class DocumentDraftProposer:
         self._draft_start = 0
         self._draft_len = 0
         self.reanchors = 0
+        self._last = 0            # last known cursor: re-anchoring prefers matches after it
 
     def _anchor(self, generated: list[int]) -> int | None:
         """Doc index following the generated suffix, or None."""
         if not generated:
             return 0
-        prefer = self._expect if self._expect is not None else 0
+        prefer = self._last
         for n in range(min(self.max_ngram, len(generated)), self.min_ngram - 1, -1):
             pos = find_ngram(self.doc, generated[-n:], prefer=max(0, prefer - n))
             if pos >= 0:
@@ -51,12 +55,16 @@ class DocumentDraftProposer:
         if cursor is None:
             cursor = self._anchor(generated)
             self.reanchors += bool(generated)
+            if self.probe is not None and generated:
+                self._size = min(self.probe, self.window)
         self._expect = cursor
         self._seen = len(generated)
+        if cursor is not None:
+            self._last = cursor
         if cursor is None or cursor >= len(self.doc):
             self._draft_len = 0
             return []
-        draft = self.doc[cursor:cursor + self.window]
+        draft = self.doc[cursor:cursor + self._size]
         self._draft_start, self._draft_len = cursor, len(draft)
         return draft
 
@@ -64,4 +72,6 @@ class DocumentDraftProposer:
         if self._draft_len and self._expect is not None:
             self._expect = self._draft_start + accepted
             self._seen += accepted
+            if self.probe is not None and accepted == self._draft_len:
+                self._size = min(self.window, self._size * 2)
         self._draft_len = 0

@@ -1,0 +1,173 @@
+"""engine.api: lazy loading, validation, range scoping, cancellation, progress, real-model edits."""
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from engine.api import (
+    STRATEGIES, ContextOverflowError, EditCancelled, EditEngine, EditRequest, EditResult, EngineError,
+    InvalidRangeError, InvalidRequestError, Progress, UnknownStrategyError,
+)
+from engine.grammar import CopyLines, Gen
+from engine.resolver import resolve
+from engine.scope import rebase_program, slice_lines, splice_text
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = "".join(f"line_{i} = {i}\n" for i in range(1, 9))     # 8 lines + final empty line (n = 9)
+
+
+def test_constructing_engine_does_not_import_torch():
+    code = (
+        "import sys; from engine.api import EditEngine, EditRequest; e = EditEngine(); "
+        "assert not e.loaded; "
+        "bad = [m for m in ('torch', 'transformers') if m in sys.modules]; "
+        "assert not bad, bad; print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("fields, error, words", [
+    (dict(strategy="medusa"), UnknownStrategyError, "cad, cad-tokens, regen, spec-edit"),
+    (dict(line_range=(0, 2)), InvalidRangeError, "1..9"),
+    (dict(line_range=(5, 2)), InvalidRangeError, "first <= last"),
+    (dict(line_range=(1, 10)), InvalidRangeError, "outside"),
+    (dict(line_range=(1,)), InvalidRangeError, "pair"),
+    (dict(mode="lenient"), InvalidRequestError, "strict"),
+    (dict(max_new_tokens=0), InvalidRequestError, "max_new_tokens"),
+    (dict(instruction="  "), InvalidRequestError, "instruction"),
+])
+def test_invalid_requests_fail_before_loading(fields, error, words):
+    engine = EditEngine()
+    args = dict(document=DOC, instruction="Fix it.") | fields
+    with pytest.raises(error, match=words) as info:
+        engine.edit(EditRequest(**args))
+    assert isinstance(info.value, EngineError)
+    assert not engine.loaded
+
+
+def test_load_is_idempotent_and_thread_safe(monkeypatch):
+    import engine.model
+
+    calls = []
+    barrier = threading.Barrier(4)
+
+    def fake_load(spec, device, progress=None):
+        calls.append(spec)
+        return object()
+
+    monkeypatch.setattr(engine.model, "load_model", fake_load)
+    eng = EditEngine("some-spec")
+
+    def worker():
+        barrier.wait()
+        eng.load()
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    eng.load()
+    assert calls == ["some-spec"] and eng.loaded
+
+
+def test_rebase_program_matches_splice_on_random_programs():
+    rng = random.Random(0)
+    for _ in range(300):
+        n = rng.randint(1, 12)
+        doc = "\n".join(rng.choice(["a", "b", "", "c\r", "dd"]) + str(i) for i in range(n))
+        a = rng.randint(1, n)
+        b = rng.randint(a, n)
+        sub = slice_lines(doc, a, b)
+        m = len(sub.split("\n"))
+        prog = []
+        for _ in range(rng.randint(0, 4)):
+            if rng.random() < 0.5:
+                i = rng.randint(1, m)
+                prog.append(CopyLines(i, rng.randint(i, m)))
+            else:
+                prog.append(Gen(rng.choice(["", "\nnew\n", "x", "\n\n"])))
+        sub_text = resolve(tuple(prog), sub).text if prog else ""
+        full = rebase_program(tuple(prog), a, b, n, m)
+        expected = splice_text(doc, a, b, sub_text)
+        assert resolve(full, doc, "strict").text == expected
+        lines, new_lines = doc.split("\n"), expected.split("\n")
+        assert new_lines[: a - 1] == lines[: a - 1]
+        assert new_lines[len(new_lines) - (n - b):] == lines[b:] or b == n
+        if a > 1:
+            assert isinstance(full[0], CopyLines) and full[0].start == 1 and full[0].end >= a - 1
+        if b < n:
+            assert isinstance(full[-1], CopyLines) and full[-1].end == n and full[-1].start <= b + 1
+
+
+@pytest.fixture(scope="module")
+def tiny_engine():
+    from engine.model import tiny_random_model
+
+    return EditEngine(tiny_random_model(seed=2))
+
+
+@pytest.mark.parametrize("strategy", ["regen", "spec-edit"])
+def test_range_scoped_edit_rebases_to_full_document(tiny_engine, strategy):
+    seen: list[Progress] = []
+    result = tiny_engine.edit(
+        EditRequest(DOC, "Rename line_4 to four.", strategy=strategy, line_range=(3, 5), max_new_tokens=24),
+        progress=seen.append,
+    )
+    assert isinstance(result, EditResult)
+    lines, new = DOC.split("\n"), result.text.split("\n")
+    assert new[:2] == lines[:2] and new[-4:] == lines[-4:]     # lines 1-2 and 6-9 unchanged
+    assert result.program[0] == CopyLines(1, 2) or result.program[0].start == 1
+    assert result.program[-1].end == 9 and isinstance(result.program[-1], CopyLines)
+    assert resolve(result.program, DOC, "strict").text == result.text
+    assert seen and all(isinstance(p, Progress) for p in seen)
+    assert [p.forwards for p in seen] == list(range(1, len(seen) + 1))
+    assert result.stats.forwards == len(seen)
+    assert result.stats.ops == len(result.program) and result.stats.wall_ms > 0
+
+
+def test_cancel_from_progress_raises_edit_cancelled(tiny_engine):
+    cancel = threading.Event()
+
+    def progress(p: Progress) -> None:
+        if p.forwards >= 2:
+            cancel.set()
+
+    with pytest.raises(EditCancelled):
+        tiny_engine.edit(EditRequest(DOC, "Fix it.", strategy="regen", max_new_tokens=40),
+                         cancel=cancel, progress=progress)
+    cancel.clear()
+    cancel.set()
+    with pytest.raises(EditCancelled):
+        tiny_engine.edit(EditRequest(DOC, "Fix it.", strategy="spec-edit"), cancel=cancel)
+
+
+def test_context_overflow_names_range_scoping():
+    import dataclasses
+
+    from engine.model import tiny_random_model
+
+    small = dataclasses.replace(tiny_random_model(seed=2), context_length=80)
+    with pytest.raises(ContextOverflowError, match="range"):
+        EditEngine(small).edit(EditRequest(DOC * 4, "Fix it.", strategy="regen", max_new_tokens=8))
+
+
+SMALL_DOC = 'def add(a, b):\n    """Add two numbers."""\n    return a - b\n'
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_real_model_edit_per_strategy(real_model, strategy):
+    engine = EditEngine(real_model)
+    result = engine.edit(EditRequest(SMALL_DOC, "Fix bugs in add.", strategy=strategy, max_new_tokens=40))
+    assert isinstance(result.text, str) and result.program
+    assert resolve(result.program, SMALL_DOC, "clipped").text == result.text
+    assert result.stats.forwards >= 1 and result.stats.prompt_tokens > 0
+    assert result.stats.speedup_estimate > 0

@@ -1,0 +1,110 @@
+"""Full regeneration: forced mode reproduces gold, spec-edit/pld match regen token for token."""
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import pytest
+
+from engine.corpus import load_pairs
+from engine.errors import ContextOverflowError, EditCancelled
+from engine.resolver import resolve
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from engine.model import tiny_random_model
+
+    return tiny_random_model(seed=1)
+
+
+@pytest.fixture(scope="module")
+def short_pairs():
+    pairs = load_pairs("python") + load_pairs("js")
+    return sorted(pairs, key=lambda p: len(p.gold))[:4]
+
+
+def test_forced_regen_reproduces_gold_one_forward_per_token(tiny, short_pairs):
+    from engine.regen import regenerate
+
+    for pair in short_pairs:
+        r = regenerate(tiny, pair.document, pair.instruction, strategy="regen", forced=pair.gold)
+        assert r.text == pair.gold
+        assert resolve(r.program, pair.document).text == pair.gold
+        assert r.stats.forced == len(r.output_ids) == r.stats.forwards
+        assert r.stats.decoded == r.stats.copied == 0 and not r.stats.truncated
+        assert r.stopped_by == "end"
+
+
+def test_forced_spec_edit_same_text_far_fewer_forwards(tiny, short_pairs):
+    from engine.regen import regenerate
+
+    for pair in short_pairs:
+        reg = regenerate(tiny, pair.document, pair.instruction, strategy="regen", forced=pair.gold)
+        for window in (16, 32, 64):
+            spec = regenerate(tiny, pair.document, pair.instruction, strategy="spec-edit",
+                              forced=pair.gold, window=window)
+            assert spec.text == pair.gold and spec.output_ids == reg.output_ids
+            assert spec.stats.copied + spec.stats.forced == len(spec.output_ids)
+            assert spec.stats.copied > 0
+            assert spec.stats.forwards < reg.stats.forwards / 2
+
+
+def test_free_strategies_identical_on_tiny_model(tiny, short_pairs):
+    from engine.regen import regenerate
+
+    pair = short_pairs[0]
+    outs = {s: regenerate(tiny, pair.document, pair.instruction, strategy=s, max_new_tokens=40)
+            for s in ("regen", "spec-edit", "pld")}
+    assert outs["regen"].output_ids == outs["spec-edit"].output_ids == outs["pld"].output_ids
+    assert outs["regen"].stats.truncated and outs["regen"].warnings
+    assert "max_new_tokens" in outs["regen"].warnings[0]
+
+
+def test_context_overflow_suggests_range(tiny, short_pairs):
+    from engine.regen import regenerate
+
+    small = dataclasses.replace(tiny, context_length=64)
+    with pytest.raises(ContextOverflowError, match="range"):
+        regenerate(small, short_pairs[0].document, "Fix it.", max_new_tokens=16)
+
+
+def test_cancel_maps_to_edit_cancelled(tiny, short_pairs):
+    from engine.regen import regenerate
+
+    cancel = threading.Event()
+    seen = []
+
+    def on_forward(stats):
+        seen.append(stats.forwards)
+        if stats.forwards == 3:
+            cancel.set()
+
+    with pytest.raises(EditCancelled):
+        regenerate(tiny, short_pairs[0].document, "Fix it.", max_new_tokens=50, cancel=cancel,
+                   on_forward=on_forward)
+    assert seen == [1, 2, 3]
+
+
+def test_unknown_strategy(tiny):
+    from engine.api import UnknownStrategyError
+    from engine.regen import regenerate
+
+    with pytest.raises(UnknownStrategyError, match="spec-edit"):
+        regenerate(tiny, "x = 1\n", "Fix it.", strategy="medusa")
+
+
+@pytest.mark.real_model
+def test_real_model_spec_edit_and_pld_lossless(real_model, short_pairs):
+    """On the real model, spec-edit and pld emit exactly regen's tokens, in fewer forwards."""
+    from engine.regen import regenerate
+
+    for pair in short_pairs[:2]:
+        reg = regenerate(real_model, pair.document, pair.instruction, strategy="regen", max_new_tokens=96)
+        for strategy in ("spec-edit", "pld"):
+            got = regenerate(real_model, pair.document, pair.instruction, strategy=strategy,
+                             max_new_tokens=96)
+            assert got.output_ids == reg.output_ids, (pair.task_id, strategy)
+            assert got.text == reg.text
+            assert got.stats.forwards <= reg.stats.forwards
+        assert resolve(reg.program, pair.document).text == reg.text
