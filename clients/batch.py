@@ -118,8 +118,11 @@ def _make_backend(args, progress: ProgressBar):
 
 
 def _diff(old: str, new: str, label: str) -> str:
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                        f"a/{label}", f"b/{label}"))
+    """Unified diff that `patch`/`git apply` accept, including the no-final-newline marker."""
+    out = []
+    for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{label}", f"b/{label}"):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -163,7 +166,7 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
     if not args.write:
         diff = _diff(data.decode("utf-8", errors="replace"), new_data.decode("utf-8", errors="replace"), label)
         if diff:
-            sys.stdout.write(diff if diff.endswith("\n") else diff + "\n")
+            sys.stdout.write(diff)
             sys.stdout.flush()
         report.status = "ok" if new_data != data else "unchanged"
         return

@@ -244,3 +244,14 @@ def test_real_server_via_lsp_range_edit_leaves_other_lines_alone(tmp_path):
     (row,) = json.loads(report.read_text())
     assert row["status"] in ("ok", "unchanged") and row["stats"]["decoded_tokens"] <= 16
     assert p.read_text().startswith(head)          # lines 1-4 are outside the range: untouched
+
+
+def test_diff_output_applies_with_git_apply_even_without_final_newline(tmp_path, capsys):
+    p = tmp_path / "n.js"
+    p.write_bytes(b"let a = 1;\nlet b = 2;")
+    assert batch.main([str(p), "-i", "x", "--root", str(tmp_path), "--engine-factory", FAKE, "-q"]) == 0
+    patch = capsys.readouterr().out
+    assert "\\ No newline at end of file" in patch
+    (tmp_path / "p.diff").write_text(patch)
+    subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True, capture_output=True)
+    assert p.read_bytes() == b"let a = 1;\nlet b = 2;\n# edited: x"
