@@ -115,13 +115,20 @@ class EditEngine:
     """Loads the model once (lazily, thread-safe) and runs edits one at a time."""
 
     def __init__(self, model="default", device: str = "auto", *,
-                 on_status: Callable[[str], None] | None = None, spec_edit_window: int = 32):
+                 on_status: Callable[[str], None] | None = None, spec_edit_window: int = 32,
+                 spec_edit_probe: int | None = None, gen_proposer: str = "none"):
         # `model` is a spec ("default", an HF dir, a .gguf path) or an already loaded LoadedModel.
+        # spec_edit_window / spec_edit_probe: draft size for "spec-edit" (engine.strategies.spec_edit);
+        # gen_proposer: "none" | "pld" drafts inside cad gen bodies (lossless either way).
+        if gen_proposer not in ("none", "pld"):
+            raise InvalidRequestError(f"gen_proposer must be 'none' or 'pld', got {gen_proposer!r}")
         self._spec = model if isinstance(model, str) else getattr(model, "spec", "preloaded")
         self._loaded = None if isinstance(model, str) else model
         self._device = device
         self._on_status = on_status
         self._window = spec_edit_window
+        self._probe = spec_edit_probe
+        self._gen_proposer = gen_proposer
         self._load_lock = threading.Lock()
         self._edit_lock = threading.Lock()
 
@@ -164,6 +171,6 @@ class EditEngine:
         with self._edit_lock:
             start = time.perf_counter()
             result = run_edit(self._loaded, request, rng, cancel=cancel, progress=progress,
-                              window=self._window)
+                              window=self._window, probe=self._probe, gen_proposer=self._gen_proposer)
             result.stats.wall_ms = (time.perf_counter() - start) * 1000.0
             return result

@@ -33,10 +33,10 @@ def _progress_adapter(progress, ops: int = 0):
     return on_forward
 
 
-def _run_regen(loaded, document, request, *, cancel, progress, window):
+def _run_regen(loaded, document, request, *, cancel, progress, window, probe):
     from engine.regen import regenerate
 
-    r = regenerate(loaded, document, request.instruction, strategy=request.strategy, window=window,
+    r = regenerate(loaded, document, request.instruction, strategy=request.strategy, window=window, probe=probe,
                    max_new_tokens=request.max_new_tokens, cancel=cancel,
                    on_forward=_progress_adapter(progress))
     s = r.stats
@@ -47,7 +47,11 @@ def _run_regen(loaded, document, request, *, cancel, progress, window):
     return tuple(r.program), r.text, counts, list(r.warnings)
 
 
-def _run_cad(loaded, document, request, *, cancel, progress):
+class ProgramResolveError(EngineError):
+    """The decoded program does not resolve against the document (strict mode)."""
+
+
+def _run_cad(loaded, document, request, *, cancel, progress, gen_proposer: str = "none"):
     try:
         from engine.decoder import decode_program
     except ImportError as exc:
@@ -55,17 +59,32 @@ def _run_cad(loaded, document, request, *, cancel, progress):
             f"strategy {request.strategy!r} needs engine.decoder, which failed to import ({exc}); "
             f"use strategy 'regen' or 'spec-edit' meanwhile"
         ) from exc
+    from engine.api import Progress
+    from engine.strategies import make_proposer
+
+    def on_forward(p) -> None:
+        progress(Progress(decoded=p.decoded, copied=p.copied, forced=p.forced, forwards=p.forwards, ops=p.ops))
+
+    gen_strategy = None if gen_proposer == "none" else make_proposer(gen_proposer)
     d = decode_program(loaded, document, request.instruction,
                        token_level=request.strategy == "cad-tokens",
-                       max_new_tokens=request.max_new_tokens, cancel=cancel, progress=progress,
-                       mode=request.mode)
+                       max_new_tokens=request.max_new_tokens, cancel=cancel,
+                       progress=on_forward if progress is not None else None,
+                       mode=request.mode, gen_strategy=gen_strategy)
+    if d.text is None:
+        raise ProgramResolveError(
+            f"the decoded program does not resolve against the document in {request.mode!r} mode: "
+            f"{d.resolve_error}. Retry with mode='clipped' or another strategy."
+        )
     s = d.stats
-    counts = dict(decoded=s.decoded, copied=s.copied, forced=s.forced, forwards=s.forwards,
-                  prompt_tokens=s.prompt_tokens, truncated=s.truncated, per_op=list(s.per_op))
-    return tuple(d.program), d.text, counts, list(getattr(d, "warnings", []) or [])
+    counts = dict(decoded=s.decoded_tokens, copied=s.copied_tokens, forced=s.forced_tokens,
+                  forwards=s.forwards, prompt_tokens=s.prompt_tokens, truncated=s.truncated,
+                  per_op=list(s.per_op))
+    return tuple(d.program), d.text, counts, list(d.warnings)
 
 
-def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32):
+def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32,
+             probe: int | None = None, gen_proposer: str = "none"):
     """Edit `request.document` (or lines `line_range` of it) and return an EditResult."""
     from engine.api import EditResult, EditStats
 
@@ -74,10 +93,10 @@ def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window:
     try:
         if request.strategy in ("regen", "spec-edit"):
             program, sub_text, counts, warnings = _run_regen(loaded, sub, request, cancel=cancel,
-                                                             progress=progress, window=window)
+                                                             progress=progress, window=window, probe=probe)
         else:
             program, sub_text, counts, warnings = _run_cad(loaded, sub, request, cancel=cancel,
-                                                           progress=progress)
+                                                           progress=progress, gen_proposer=gen_proposer)
     except DecodeCancelled as exc:
         raise EditCancelled(f"{request.strategy} edit cancelled") from exc
     except ContextOverflowError as exc:
