@@ -117,6 +117,11 @@ def test_visual_range_edit_keeps_lines_outside_range(tmp_path, buggy_file, pair)
     assert inside >= 0, f"lines outside the range were removed:\n{after}"
     assert after[:line1 - 1] == before[:line1 - 1], "lines above the range changed" + describe(report)
     assert after[line1 - 1 + inside:] == before[line2:], "lines below the range changed" + describe(report)
+    # ... and were not rewritten: their extmarks kept their place (shifted by the size change).
+    shift = inside - (line2 - line1 + 1)
+    marks = report["mark_positions"]
+    assert all(marks[k] == [k, 0] for k in range(line1 - 1)), marks
+    assert all(marks[k] == [k + shift, 0] for k in range(line2, len(before))), marks
     if done.get("applied"):
         assert after != before, describe(report)
     assert report["after_undo"] == before, "one :undo must restore the original buffer"
