@@ -295,9 +295,11 @@ class _ProgramDecoder:
             rec.kind = "close"
 
     # ---- speculative headers ------------------------------------------------------------------
-    def _guess_ids(self) -> list[int]:
+    def _guess_ids(self, fsm: ProgramFSM | None = None) -> list[int]:
+        """Tokens of the guessed next op(s) that are legal from ``fsm``'s state (default: the live FSM)."""
+        fsm = self.fsm if fsm is None else fsm
         items = guess_next_ops(
-            self.fsm.ops, self.view.n_lines, self.view.n_tokens, self.view.lines, token_level=self.token_level,
+            fsm.ops, self.view.n_lines, self.view.n_tokens, self.view.lines, token_level=self.token_level,
             gen_token_count=lambda text: len(self.tok.encode(text, add_special_tokens=False)))
         toks: list[int] = []
         for item in items:
@@ -305,12 +307,12 @@ class _ProgramDecoder:
                 toks.extend(self.table.gen_open)
             else:
                 toks.extend(op_token_ids(self.table, self.view, item, token_level=self.token_level))
-        consumed = self.fsm._pos
+        consumed = fsm._pos
         if consumed:
             if self.out[-consumed:] != toks[:consumed]:
                 return []
             toks = toks[consumed:]
-        clone, guess = self.fsm.clone(), []
+        clone, guess = fsm.clone(), []
         budget = max(0, self._room() - 2)
         for t in toks:
             if len(guess) >= budget or clone.step().kind in ("free", "done") or not clone.allows(t):
@@ -326,7 +328,18 @@ class _ProgramDecoder:
         base, npend = self.runner.length, len(self.pending)
         logits = self._feed(self.pending + guess, keep=len(guess) + 1)
         self.pending = []
+        self._verify_guess(list(logits), guess, base + npend)
+        return True
+
+    def _verify_guess(self, rows: list, guess: list[int], fed_base: int) -> None:
+        """Walk the FSM over a fed guess: keep the prefix equal to the model's masked choices.
+
+        ``rows[k]`` predicts ``guess[k]`` (``rows[len(guess)]`` the token after it); the cache holds
+        the guess from position ``fed_base``. On the first differing choice the rest is cropped
+        and the model's own choice becomes the pending token.
+        """
         self.stats.guess_tokens += len(guess)
+        logits = rows
         k = 0
         while k < len(guess):
             st = self.fsm.step()
@@ -350,57 +363,120 @@ class _ProgramDecoder:
                 self.fsm_advance_tracked(tok)
                 k += 1
                 continue
-            self.runner.crop(base + npend + k)
+            self.runner.crop(fed_base + k)
             self._commit([tok], "decoded")
             self.fsm_advance_tracked(tok)
             self.stats.guess_accepted += k
-            return True
+            return
         self.stats.guess_accepted += k
         if k < len(guess):  # pragma: no cover - guesses stop at free/done states
-            self.runner.crop(base + npend + k)
+            self.runner.crop(fed_base + k)
             self.ready = None
         else:
             self.ready = logits[k]
-        return True
 
     # ---- gen bodies ---------------------------------------------------------------------------
     def _gen(self) -> None:
         start = len(self.out)
-        stops = self.table.stop_ids
         while True:
             body = self.out[start:]
             if self._spent() >= self.max_new or self._room() <= 2:
+                self._op().kind = "Gen"
                 self.fsm.truncate(decode(self.tok, body))
                 self.stats.truncated = True
-                self._op().kind = "Gen"
                 return
             draft = []
             if self.strategy is not None:
                 draft = list(self.strategy.propose(self.prompt_ids + self.out, body))
+            if not draft and self.pending:
+                ended = self._close_then_header(start, body)
+                if ended is not None:
+                    if ended:
+                        return
+                    continue
             if not draft:
                 draft = self._close_draft(body)
                 draft = draft[:max(0, min(self.max_new - self._spent() - 1, self._room() - 3))]
+            pos0 = len(self.out)
             new = self._gen_round(draft)
-            for i in range(len(new)):
-                tok = new[i]
-                pos = start + len(body) + i
-                if tok in stops:
-                    text = decode(self.tok, self.out[start:pos])
-                    dropped, added = self._rewind(self.out[:pos] + list(self.table.gen_close))
-                    self._count(-dropped, "decoded")
-                    self._count(added, "forced")
-                    self._op().kind = "Gen"
-                    self.fsm.finish_gen(text, eos=True)
-                    return
-                end = find_gen_end(self.tok, self.out[start:pos + 1], self.table.gen_close)
-                if end is not None:
-                    dropped, added = self._rewind(self.out[:start] + end.canonical_ids)
-                    self._count(-dropped, "decoded")
-                    self._count(added, "forced")
-                    self._reuse_row()
-                    self._op().kind = "Gen"
-                    self.fsm.finish_gen(end.body_text)
-                    return
+            if self._detect(start, pos0, new):
+                return
+
+    def _detect(self, start: int, pos0: int, new: list[int]) -> bool:
+        """End-of-gen / EOS detection over tokens just committed at ``pos0``; closes the gen if found."""
+        for i, tok in enumerate(new):
+            pos = pos0 + i
+            if tok in self.table.stop_ids:
+                text = decode(self.tok, self.out[start:pos])
+                dropped, added = self._rewind(self.out[:pos] + list(self.table.gen_close))
+                self._count(-dropped, "decoded")
+                self._count(added, "forced")
+                self._op().kind = "Gen"
+                self.fsm.finish_gen(text, eos=True)
+                return True
+            end = find_gen_end(self.tok, self.out[start:pos + 1], self.table.gen_close)
+            if end is not None:
+                dropped, added = self._rewind(self.out[:start] + end.canonical_ids)
+                self._count(-dropped, "decoded")
+                self._count(added, "forced")
+                self._reuse_row()
+                self._op().kind = "Gen"
+                self.fsm.finish_gen(end.body_text)
+                return True
+        return False
+
+    def _close_then_header(self, start: int, body: list[int]) -> bool | None:
+        """Draft ``</gen>`` (its remaining tokens) plus the guessed next op header in ONE forward.
+
+        Tried when the body ends with a proper prefix of ``</gen>``'s tokens, or (line mode) with a
+        newline. The close tokens are verified by unmasked greedy choice (they are gen text); if
+        all match, the gen ends and the header part is verified under the FSM's masks exactly as a
+        speculative header. Returns None when no such draft applies (nothing was fed); True when
+        this round's forward ran and the gen ended; False when it ran and the gen goes on.
+        """
+        if not self.spec or self.strategy is not None:
+            return None
+        close = list(self.table.gen_close)
+        rest = self._close_draft(body)
+        if rest:
+            body_part = body[:len(body) - (len(close) - len(rest))]
+        elif not self.token_level and body and decode(self.tok, body[-1:]).endswith("\n"):
+            rest, body_part = close, body
+        else:
+            return None
+        clone = self.fsm.clone()
+        clone.finish_gen(decode(self.tok, body_part))
+        header = self._guess_ids(clone)
+        draft = rest + header
+        draft = draft[:max(0, min(self.max_new - self._spent() - 1, self._room() - 3))]
+        if len(draft) <= len(rest):
+            return None
+        base, npend = self.runner.length, len(self.pending)
+        logits = self._feed(self.pending + draft, keep=len(draft) + 1)
+        self.pending = []
+        self.stats.draft_tokens += len(rest)
+        rows = list(logits)
+        pos0 = len(self.out)
+        for i, want in enumerate(rest):
+            tok = self.chooser.choose(rows[i], None, pos0 + i)
+            if tok != want:
+                self.runner.crop(base + npend + i)
+                self.stats.draft_accepted += i
+                self._commit(rest[:i], "decoded", fed=True)
+                self._commit([tok], "decoded")
+                self._rows = (pos0, rows[:i + 1])
+                return self._detect(start, pos0, rest[:i] + [tok])
+        self.stats.draft_accepted += len(rest)
+        self._commit(rest, "decoded", fed=True)
+        end = find_gen_end(self.tok, self.out[start:], self.table.gen_close)
+        if end is None or end.canonical_ids != self.out[start:]:  # pragma: no cover - odd byte splits
+            self.runner.crop(base + npend + len(rest))
+            self._rows = (pos0, rows[:len(rest) + 1])
+            return self._detect(start, pos0, rest)
+        self._op().kind = "Gen"
+        self.fsm.finish_gen(end.body_text)
+        self._verify_guess(rows[len(rest):], header, base + npend + len(rest))
+        return True
 
     def _close_draft(self, body: list[int]) -> list[int]:
         """Draft the rest of ``</gen>`` when the body ends with a proper prefix of its tokens."""
