@@ -17,7 +17,7 @@ from engine.strategies.pld import find_ngram
 class DocumentDraftProposer:
     """Drafts from `document_ids` (the expected output if nothing changed), with re-anchoring."""
 
-    def __init__(self, document_ids: list[int], window: int = 32, max_ngram: int = 4, min_ngram: int = 1,
+    def __init__(self, document_ids: list[int], window: int = 32, max_ngram: int = 4, min_ngram: int = 2,
                  probe: int | None = None):
         if window < 1 or min_ngram < 1 or max_ngram < min_ngram or (probe is not None and probe < 1):
             raise ValueError(f"bad spec-edit options window={window} ngram={min_ngram}..{max_ngram} probe={probe}")
@@ -25,6 +25,7 @@ class DocumentDraftProposer:
         self.window = window
         self.probe = probe
         self._size = window       # current draft length (changes only when probe is set)
+        self._probe_size = probe  # draft length right after a re-anchor
         self.max_ngram = max_ngram
         self.min_ngram = min_ngram
         self._expect = 0          # doc index the next generated token should equal; None = lost
@@ -56,7 +57,7 @@ class DocumentDraftProposer:
             cursor = self._anchor(generated)
             self.reanchors += bool(generated)
             if self.probe is not None and generated:
-                self._size = min(self.probe, self.window)
+                self._size = min(self._probe_size, self.window)
         self._expect = cursor
         self._seen = len(generated)
         if cursor is not None:
@@ -72,6 +73,8 @@ class DocumentDraftProposer:
         if self._draft_len and self._expect is not None:
             self._expect = self._draft_start + accepted
             self._seen += accepted
-            if self.probe is not None and accepted == self._draft_len:
-                self._size = min(self.window, self._size * 2)
+            if self.probe is not None:
+                if accepted == self._draft_len:
+                    self._size = min(self.window, self._size * 2)
+                self._probe_size = self.probe if accepted else max(1, self._probe_size // 2)
         self._draft_len = 0
