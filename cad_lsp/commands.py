@@ -118,6 +118,10 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             progress.end(f"failed: {exc}")
             ls.show(f"Copy-as-Decode: {exc}", types.MessageType.Error)
             raise EngineCommandError(str(exc), type(exc).__name__) from None
+        except Exception as exc:  # an engine bug: still tell the user, keep the traceback
+            progress.end(f"failed: {type(exc).__name__}: {exc}")
+            ls.show(f"Copy-as-Decode internal error: {type(exc).__name__}: {exc}", types.MessageType.Error)
+            raise
         program = result.program
         expected: str | None = result.text
         if args.comment_text is not None:
@@ -138,6 +142,8 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             _log_stats(ls, command, args.uri, stats, "previewed")
             return reply
         outcome = await apply_versioned(ls, snap, plan.edits, f"cad: {request.instruction}")
+        if result.warnings and outcome.applied:
+            ls.show("Copy-as-Decode: " + "; ".join(result.warnings), types.MessageType.Warning)
         if outcome.discarded:
             ls.show(f"Copy-as-Decode: {outcome.message}", types.MessageType.Warning)
         stats["server_ms"] = (time.perf_counter() - t0) * 1000.0

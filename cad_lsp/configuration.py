@@ -55,6 +55,7 @@ async def _fetch(ls: Any) -> None:
 async def on_initialized(ls: Any, params: types.InitializedParams) -> None:
     await _fetch(ls)
     if ls.preload:
+        ls.log(f"preloading model {ls.settings.model!r} on {ls.settings.device}")
         ls.worker.preload(ls.settings.model, ls.settings.device)
 
 

@@ -102,15 +102,15 @@ def execute(client: LanguageClient, command: str, args: dict, *, token: str | No
     if token is not None:
         client.progress_reports.setdefault(token, [])
     params = types.ExecuteCommandParams(command=command, arguments=[args], work_done_token=token)
-    return client.protocol.send_request_async(types.WORKSPACE_EXECUTE_COMMAND, params,
-                                              msg_id=msg_id or str(uuid.uuid4()))
+    return asyncio.ensure_future(client.protocol.send_request_async(
+        types.WORKSPACE_EXECUTE_COMMAND, params, msg_id=msg_id or str(uuid.uuid4())))
 
 
 def new_token() -> str:
     return f"test-{uuid.uuid4().hex[:8]}"
 
 
-async def wait_for(predicate, timeout: float = 600.0, what: str = "condition"):
+async def wait_for(predicate, timeout: float = 300.0, what: str = "condition"):
     """Poll ``predicate`` on the event loop until it is truthy."""
     deadline = time.monotonic() + timeout
     while not (value := predicate()):
