@@ -1,6 +1,7 @@
 """The VS Code extension builds from its lockfile: `npm ci` then `tsc` (npm run compile).
 
-Runs in a temp copy of clients/vscode so the checkout is not touched. Skipped (with npm's error
+Runs in a temp copy of clients/vscode so the checkout is not touched, then runs the compiled
+command logic under node with a stubbed `vscode` module (tests/editors/vscode_logic_test.js). Skipped (with npm's error
 printed) when npm is missing or the registry cannot be reached; any other failure fails.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 VSCODE = Path(__file__).resolve().parents[2] / "clients" / "vscode"
+LOGIC_TEST = Path(__file__).with_name("vscode_logic_test.js")
 NETWORK_ERRORS = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENETUNREACH",
                   "network", "proxy", "request to https://registry")
 
@@ -54,3 +56,9 @@ def test_extension_compiles_from_lockfile(tmp_path):
         assert (work / "out" / f"{module}.js").is_file(), f"tsc did not emit out/{module}.js"
     main = json.loads((work / "package.json").read_text())["main"]
     assert (work / main).resolve().is_file(), f"package.json main {main!r} does not exist after the build"
+    # The compiled command logic, run under node with a scripted `vscode` stub.
+    node = shutil.which("node")
+    assert node, "npm is installed but node is not on PATH"
+    logic = subprocess.run([node, str(LOGIC_TEST), str(work)], capture_output=True, text=True, timeout=120)
+    assert logic.returncode == 0, f"extension logic test failed:\n{logic.stdout}\n{logic.stderr[-4000:]}"
+    assert logic.stdout.count("\nok ") + logic.stdout.startswith("ok ") == 5, logic.stdout
