@@ -9,6 +9,7 @@ are not rewritten (their extmarks survive), lines outside a range-scoped edit ar
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from nvim_harness import describe, run_scenario
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
+REPO = str(Path(__file__).resolve().parents[2])  # the server runs from a temp dir: import from here
 TASK = "Python/0"  # has_close_elements: 13 lines, a nested loop to scope a range edit to
 MAX_NEW_TOKENS = 48
 TIMEOUT_S = 420
@@ -47,7 +49,8 @@ def run_real(tmp_path, scenario, buggy_file, *, max_new_tokens=MAX_NEW_TOKENS, s
     return run_scenario(tmp_path, scenario, file=buggy_file,
                         cmd=server_cmd("--max-new-tokens", str(max_new_tokens), "--strategy", strategy),
                         settings=settings, timeout_s=TIMEOUT_S,
-                        env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])}, **config)
+                        env={"PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))},
+                        **config)
 
 
 def resolved_text(program: str, document: str) -> str:
