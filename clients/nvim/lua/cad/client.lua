@@ -35,11 +35,20 @@ function M.get(bufnr)
   return vim.lsp.get_clients({ bufnr = bufnr, name = config.get().name })[1]
 end
 
+--- Also register the handler globally (`vim.lsp.commands`), for code-action pickers that only
+--- look there; the per-client entry in `commands` below is the one Neovim itself uses.
+local function register_global_command()
+  if vim.lsp.commands['cad.applyEdit'] == nil then
+    vim.lsp.commands['cad.applyEdit'] = apply_edit_command
+  end
+end
+
 --- Start (or reuse) the client for `bufnr` and attach it.
 --- @param bufnr integer
 --- @return integer? client_id
 function M.start(bufnr)
   local cfg = config.get()
+  register_global_command()
   -- An empty Lua table would be sent as a JSON array; servers expect an object.
   local settings = next(cfg.settings) and vim.deepcopy(cfg.settings) or vim.empty_dict()
   return vim.lsp.start({
