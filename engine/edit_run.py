@@ -71,6 +71,12 @@ def _run_cad(loaded, document, request, *, cancel, progress, gen_proposer: str =
                        max_new_tokens=request.max_new_tokens, cancel=cancel,
                        progress=on_forward if progress is not None else None,
                        mode=request.mode, gen_strategy=gen_strategy)
+    warnings = list(d.warnings)
+    if d.stats.truncated:
+        warnings.append(
+            f"{request.strategy}: the program hit max_new_tokens={request.max_new_tokens} and was closed "
+            f"early; the result may be incomplete. Raise max_new_tokens or edit a smaller line range."
+        )
     if d.text is None:
         raise ProgramResolveError(
             f"the decoded program does not resolve against the document in {request.mode!r} mode: "
@@ -80,7 +86,7 @@ def _run_cad(loaded, document, request, *, cancel, progress, gen_proposer: str =
     counts = dict(decoded=s.decoded_tokens, copied=s.copied_tokens, forced=s.forced_tokens,
                   forwards=s.forwards, prompt_tokens=s.prompt_tokens, truncated=s.truncated,
                   per_op=list(s.per_op))
-    return tuple(d.program), d.text, counts, list(d.warnings)
+    return tuple(d.program), d.text, counts, warnings
 
 
 def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32,

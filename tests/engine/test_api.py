@@ -171,3 +171,18 @@ def test_real_model_edit_per_strategy(real_model, strategy):
     assert resolve(result.program, SMALL_DOC, "clipped").text == result.text
     assert result.stats.forwards >= 1 and result.stats.prompt_tokens > 0
     assert result.stats.speedup_estimate > 0
+
+
+def test_demo_prints_program_diff_and_stats(tiny_engine, monkeypatch, capsys, tmp_path):
+    import engine.demo as demo
+
+    monkeypatch.setattr(demo, "EditEngine", lambda *a, **k: tiny_engine)
+    assert demo.main(["--strategy", "spec-edit", "--max-new-tokens", "8"]) == 0
+    out, err = capsys.readouterr()
+    assert "## Program" in out and "<program>" in out and "## Diff" in out
+    assert "| forwards |" in out and "[decode] forwards=1" in err
+    assert "max_new_tokens" in err                     # truncation warning reaches the user
+    assert demo.main(["--file", str(tmp_path / "missing.py")]) == 2
+    (tmp_path / "x.py").write_text("x = 1\n")
+    assert demo.main(["--file", str(tmp_path / "x.py")]) == 2          # no instruction anywhere
+    assert "--instruction" in capsys.readouterr().err
