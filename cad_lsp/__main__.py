@@ -29,10 +29,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+class _ExpectedErrorFilter(logging.Filter):
+    """pygls logs every error response with a traceback; ours are expected (bad arguments,
+    refused, cancelled, engine errors) and already reach the client, so log one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from pygls.exceptions import JsonRpcRequestCancelled
+
+        from .errors import CommandArgumentError, CommandRefusedError, EngineCommandError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, (CommandArgumentError, CommandRefusedError, EngineCommandError,
+                            JsonRpcRequestCancelled)):
+            record.msg, record.args = f"{type(exc).__name__}: {exc}", ()
+            record.exc_info, record.exc_text, record.levelno, record.levelname = None, None, logging.INFO, "INFO"
+            return logging.getLogger().isEnabledFor(logging.INFO)
+        return True
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_ExpectedErrorFilter())
     from .server import build_server
 
     settings = Settings(model=args.model, device=args.device, strategy=args.strategy,

@@ -75,7 +75,7 @@ async def start_client(*server_args: str, caps=FULL_CAPS, init_options: dict | N
         return types.ApplyWorkspaceEditResult(applied=True)
 
     await client.start_io(sys.executable, "-m", "cad_lsp", *server_args)
-    await client.initialize_session(types.InitializeParams(
+    client.init_result = await client.initialize_session(types.InitializeParams(  # type: ignore[attr-defined]
         capabilities=caps, initialization_options=init_options or {}))
     return client
 

@@ -90,7 +90,8 @@ async def test_apply_edit_sends_versioned_edit_with_progress(client):
     elapsed = (time.perf_counter() - t0) * 1000
     stats = reply["stats"]
     print(f"\napplyEdit: client {elapsed:.0f} ms, server {stats['server_ms']:.0f} ms, "
-          f"engine {stats['engine_ms']:.0f} ms, overhead {elapsed - stats['engine_ms']:.1f} ms")
+          f"engine {stats['engine_ms']:.0f} ms, queued {stats['queue_ms']:.0f} ms, "
+          f"overhead {elapsed - stats['engine_ms'] - stats['queue_ms']:.1f} ms")
     assert kinds(client, token)[0] == "begin" and kinds(client, token)[-1] == "end"
     if reply["edits"]:
         assert reply["applied"] is True
@@ -231,5 +232,26 @@ async def test_client_without_apply_edit_is_refused():
             await asyncio.wait_for(execute(client, "cad.applyEdit", {"uri": uri, "instruction": "x"}), 120)
         await wait_for(lambda: client.messages, timeout=30, what="showMessage")
         assert "workspace/applyEdit" in client.messages[-1].message
+    finally:
+        await client.shutdown_session()
+
+
+async def test_utf8_position_encoding_is_negotiated():
+    caps = types.ClientCapabilities(
+        general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf8,
+                                                                    types.PositionEncodingKind.Utf16]))
+    client = await start_client(caps=caps)
+    try:
+        assert client.init_result.capabilities.position_encoding == types.PositionEncodingKind.Utf8
+        uri = _uri("utf8")
+        text = "s = '😀é'\n# cad: shorten it\nx = 1\n"
+        open_doc(client, uri, text)
+        # Select line 1 only, ending at its last character in UTF-8 units (16 bytes).
+        rng = types.Range(types.Position(1, 0), types.Position(1, len("# cad: shorten it".encode())))
+        actions = await client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=rng,
+            context=types.CodeActionContext(diagnostics=[])))
+        titles = [a.title for a in actions]
+        assert titles == ["Apply edit instruction…", "Apply: shorten it"]
     finally:
         await client.shutdown_session()
