@@ -142,3 +142,18 @@ def test_cancel_mid_decode_leaves_buffer_untouched(tmp_path, buggy_file, pair):
     # The server ended its progress for the cancelled edit.
     token_kinds = [p["kind"] for p in report["progress"]]
     assert "begin" in token_kinds and token_kinds[-1] == "end", report["progress"]
+
+
+def test_code_action_prompts_then_edits(tmp_path, buggy_file, pair):
+    """The server's "Apply edit instruction…" action: the plugin prompts, then the server edits."""
+    report = run_real(tmp_path, "code_action", buggy_file, max_new_tokens=16,
+                      action_title="Apply edit instruction…", answers=[pair.instruction])
+    assert report["prompts"] == ["Edit instruction: "], describe(report)
+    done = report["done"]
+    assert done.get("error") is None, describe(report)
+    result = json.loads(done["result"])
+    if done.get("applied"):
+        expected = resolved_text(result["program"], pair.document).removesuffix("\n").split("\n")
+        assert report["after"] == expected, describe(report)
+    else:
+        assert report["after"] == report["before"], describe(report)
