@@ -434,7 +434,7 @@ class _ProgramDecoder:
         speculative header. Returns None when no such draft applies (nothing was fed); True when
         this round's forward ran and the gen ended; False when it ran and the gen goes on.
         """
-        if not self.spec or self.strategy is not None:
+        if not self.spec:
             return None
         close = list(self.table.gen_close)
         rest = self._close_draft(body)
