@@ -186,3 +186,16 @@ end
     assert [line.split(" ", 1)[0] for line in lines] == ["false"] * 4
     for line, key in zip(lines, ["filetypes", "cmd", "cancel_key", "settings"]):
         assert f"option `{key}`" in line and ":help cad-setup" in line, line
+
+
+def test_checkhealth_reports_the_server_command(tmp_path):
+    out = run_lua(tmp_path, f"""
+require('cad').setup({{ cmd = {{ {sys.executable!r}, '-m', 'cad_lsp' }} }})
+vim.cmd('checkhealth cad')
+vim.list_extend(out, vim.api.nvim_buf_get_lines(0, 0, -1, false))
+require('cad').setup({{ cmd = {{ 'no-such-cad-lsp' }} }})
+vim.cmd('checkhealth cad')
+vim.list_extend(out, vim.api.nvim_buf_get_lines(0, 0, -1, false))
+""")
+    assert "server command: " + sys.executable in out
+    assert "`no-such-cad-lsp` is not executable" in out
