@@ -29,7 +29,11 @@ class DraftProposer(Protocol):
     """Guesses upcoming tokens; the verifier decides how many are kept."""
 
     def propose(self, context_ids: list[int], generated: list[int]) -> list[int]:
-        """Return draft token ids to follow `generated` (may be empty: no guess this round)."""
+        """Return draft token ids to follow `generated` (may be empty: no guess this round).
+
+        `context_ids` is everything before the text being generated (the prompt, and for a gen body
+        the program so far); `generated` is the text generated so far, NOT included in context_ids.
+        """
         ...
 
     def update(self, accepted: int) -> None:

@@ -44,7 +44,10 @@ class PromptLookupProposer:
         self.min_ngram = min_ngram
 
     def propose(self, context_ids: list[int], generated: list[int]) -> list[int]:
-        tokens = list(context_ids) + list(generated)
+        tokens = list(context_ids)
+        # context_ids should exclude `generated`; tolerate callers that pass them already appended
+        if not generated or tokens[-len(generated):] != list(generated):
+            tokens += generated
         for n in range(min(self.max_ngram, len(generated)), self.min_ngram - 1, -1):
             suffix = tokens[-n:]
             # search everything before the suffix itself

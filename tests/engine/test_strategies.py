@@ -175,3 +175,8 @@ def test_lossless_with_real_kv_cache_on_tiny_model(tiny):
             assert got.ids == ref.ids, case
             accepted += got.stats.copied
     assert accepted > 0          # some drafts were (partly) accepted, so crops after rejections ran
+
+
+def test_pld_tolerates_context_that_already_ends_with_generated():
+    p = PromptLookupProposer(window=2, max_ngram=2)
+    assert p.propose([5, 6, 7, 8, 1, 6, 7], [6, 7]) == p.propose([5, 6, 7, 8, 1], [6, 7]) == [8, 1]
