@@ -12,7 +12,8 @@ Strategies (all produce the same output token for token; they differ in forwards
 
 FORCED MODE (`forced=gold_text`): the gold output's tokens replace the argmax choices with the same
 forward schedule (regen: one forward per token; spec-edit: one verify forward per round, acceptance
-= match with gold). It measures what producing the gold costs under each strategy.
+= match with gold). It measures what producing the gold costs under each strategy. The budget is
+raised to fit the gold, so a forced run is never truncated.
 
     regenerate(loaded, document, instruction, *, strategy="regen", window=32, probe=None,
                max_new_tokens=512, forced=None, cancel=None, on_forward=None) -> RegenResult
