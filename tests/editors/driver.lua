@@ -192,7 +192,12 @@ function scenarios.cancel(buf)
   report.done = wait_event('CadEditDone', 1)
   step('cancelled')
   report.cancel_map_after = vim.fn.maparg('<C-c>', 'n', false, true).desc
-  -- Give the server time to (wrongly) apply anything, and to end its progress.
+  -- Wait for the server to end its progress (it stops between decode steps), then give it a
+  -- moment more to (wrongly) apply anything.
+  report.progress_ended = vim.wait(cfg.timeout_ms, function()
+    local last = report.progress[#report.progress]
+    return last ~= nil and last.kind == 'end'
+  end, 50)
   vim.wait(cfg.settle_ms or 1500, function()
     return false
   end)

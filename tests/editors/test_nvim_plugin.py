@@ -117,6 +117,7 @@ def test_cancel_mid_edit_leaves_buffer_untouched(tmp_path, doc, with_key):
     assert report["cancel_map"] == "cad: cancel the running edit"
     assert report.get("cancel_map_after") is None, "the cancel key must be unmapped after the edit"
     assert report["done"]["cancelled"] is True and report["done"]["applied"] is False
+    assert report["progress_ended"] is True, "the server must end the cancelled edit's progress"
     assert report["after"] == report["before"], describe(report)
     sent = commands_sent(received)
     methods = [m.get("method") for m in received]

@@ -133,13 +133,14 @@ def test_visual_range_edit_keeps_lines_outside_range(tmp_path, buggy_file, pair)
 def test_cancel_mid_decode_leaves_buffer_untouched(tmp_path, buggy_file, pair):
     # regen re-decodes the whole function token by token: long enough to cancel mid-decode.
     report = run_real(tmp_path, "cancel", buggy_file, instruction=pair.instruction,
-                      max_new_tokens=400, strategy="regen", cancel_when="decoding", settle_ms=3000)
+                      max_new_tokens=400, strategy="regen", cancel_when="decoding", settle_ms=1500)
     assert report["running"] is True
     done = report["done"]
     assert done["cancelled"] is True and done["applied"] is False
     assert report["after"] == report["before"], "a cancelled edit must not touch the buffer" + describe(report)
     assert "CadEditDone" == done["event"]
     # The server ended its progress for the cancelled edit.
+    assert report["progress_ended"] is True, report["progress"]
     token_kinds = [p["kind"] for p in report["progress"]]
     assert "begin" in token_kinds and token_kinds[-1] == "end", report["progress"]
 
