@@ -125,6 +125,7 @@ async def replay(args, cases, progress: ProgressBar) -> tuple[list[CaseResult], 
     try:
         if not args.no_warmup:
             t1 = time.monotonic()
+            progress.message("cad-bench: untimed warm-up edit (loads the model) ...")
             uri = "untitled:cad-bench-warmup.py"
             session.open(uri, WARMUP_DOC, "python")
             try:
