@@ -81,16 +81,21 @@ def regen_framing(tokenizer, document: str, instruction: str) -> RegenFraming:
 
 
 def _end_detector(tokenizer, marker: str) -> Callable[[list[int]], int | None]:
-    """stop_when(generated): all tokens once the decoded text contains `marker`, else None."""
+    """stop_when(generated): once the decoded text contains `marker`, the shortest token prefix
+    that contains it (tokens a speculative round committed past the marker are dropped, so every
+    strategy returns the same ids); else None."""
     state = {"checked": 0}
     back = 8  # tokens re-decoded before the new ones so markers split across rounds are seen
 
     def stop_when(generated: list[int]) -> int | None:
         lo = max(0, state["checked"] - back)
         state["checked"] = len(generated)
-        if marker in tokenizer.decode(generated[lo:]):
-            return len(generated)
-        return None
+        if marker not in tokenizer.decode(generated[lo:]):
+            return None
+        for keep in range(lo + 1, len(generated) + 1):
+            if marker in tokenizer.decode(generated[lo:keep]):
+                return keep
+        return len(generated)
 
     return stop_when
 

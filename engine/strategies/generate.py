@@ -102,6 +102,13 @@ def generate(
         if stop_when is not None:
             keep = stop_when(generated)
             if keep is not None:
+                drop = len(generated) - keep      # tail of this round's committed tokens
+                own = min(drop, len(committed) - n_acc)
+                if target is not None:
+                    stats.forced -= own
+                else:
+                    stats.decoded -= own
+                stats.copied -= drop - own
                 del generated[keep:]
                 stopped_by = "end"
                 break

@@ -106,5 +106,18 @@ def test_real_model_spec_edit_and_pld_lossless(real_model, short_pairs):
                              max_new_tokens=96)
             assert got.output_ids == reg.output_ids, (pair.task_id, strategy)
             assert got.text == reg.text
+            assert got.stats.copied + got.stats.decoded == len(got.output_ids)
             assert got.stats.forwards <= reg.stats.forwards
         assert resolve(reg.program, pair.document).text == reg.text
+
+
+def test_end_detector_drops_tokens_committed_past_the_marker(tiny):
+    from engine.regen import _end_detector
+
+    tok = tiny.tokenizer
+    ids = tok.encode("x = 1\n</document>\nmore text after", add_special_tokens=False)
+    stop_when = _end_detector(tok, "\n</document>")
+    keep = stop_when(ids)
+    assert keep is not None and keep < len(ids)
+    assert "\n</document>" in tok.decode(ids[:keep]) and "\n</document>" not in tok.decode(ids[:keep - 1])
+    assert _end_detector(tok, "\n</document>")(ids[:3]) is None
