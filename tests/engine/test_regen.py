@@ -100,10 +100,10 @@ def test_real_model_spec_edit_and_pld_lossless(real_model, short_pairs):
     from engine.regen import regenerate
 
     for pair in short_pairs[:2]:
-        reg = regenerate(real_model, pair.document, pair.instruction, strategy="regen", max_new_tokens=96)
+        reg = regenerate(real_model, pair.document, pair.instruction, strategy="regen", max_new_tokens=64)
         for strategy in ("spec-edit", "pld"):
             got = regenerate(real_model, pair.document, pair.instruction, strategy=strategy,
-                             max_new_tokens=96)
+                             max_new_tokens=64)
             assert got.output_ids == reg.output_ids, (pair.task_id, strategy)
             assert got.text == reg.text
             assert got.stats.copied + got.stats.decoded == len(got.output_ids)
