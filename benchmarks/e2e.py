@@ -116,37 +116,41 @@ def match_spec_edit(rows: list[dict], tau_ms: float) -> list[str]:
 # --------------------------------------------------------------------------- main
 
 
-def run_forced(args, loaded, corpora, kernel) -> dict:
-    from benchmarks.ceiling import bnd_cases, span_profile
-    from engine.costmodel import KernelCurve, bnd_exact_corpus
-
-    curve = KernelCurve.from_report(kernel, source=kernel.get("source", ""))
-    m_star = kernel.get("m_star") or 8
-    variants = forced_variants(tuple(args.windows), token_min_spans=(m_star, 8))
+def run_forced_cases(args, loaded, corpora, m_token: int) -> list[dict]:
+    """Replay every case under every forced variant; the raw per-run records."""
+    variants = forced_variants(tuple(args.windows), token_min_spans=(m_token, 8))
     records: list[dict] = []
-    profiles, bnds = {}, {}
     for lang, pairs in corpora.items():
-        profiles[lang] = span_profile(pairs, loaded.tokenizer)
-        bnds[lang] = bnd_exact_corpus(bnd_cases(profiles[lang]), curve.s)
         for i, pair in enumerate(pairs, 1):
             log(f"[e2e] {lang} case {i}/{len(pairs)} {pair.task_id}")
             for v in variants:
                 rec = run_variant(v, loaded, pair, forced=True, repeats=args.repeats, device=loaded.device)
-                rec["pred_ms"] = predicted_ms(rec, curve)
                 rec["program"] = None
                 records.append(rec)
                 if not rec["ok"]:
                     log(f"[e2e]   {v.name}: output differs from gold")
-    pooled_cases = [c for lang in corpora for c in bnd_cases(profiles[lang])]
+    return records
+
+
+def score_forced(records: list[dict], corpora, tokenizer, kernel: dict, windows, m_token: int) -> dict:
+    """Rows (per corpus + pooled), bnd_exact, cost-model predictions and notes for forced records."""
+    from benchmarks.ceiling import bnd_cases, span_profile
+    from engine.costmodel import KernelCurve, bnd_exact_corpus
+
+    curve = KernelCurve.from_report(kernel, source=kernel.get("source", ""))
+    variants = forced_variants(tuple(windows), token_min_spans=(m_token, 8))
+    for rec in records:
+        rec["pred_ms"] = predicted_ms(rec, curve)
+    profiles = {lang: span_profile(pairs, tokenizer) for lang, pairs in corpora.items()}
+    bnds = {lang: bnd_exact_corpus(bnd_cases(p), curve.s) for lang, p in profiles.items()}
+    pooled_cases = [c for p in profiles.values() for c in bnd_cases(p)]
     bnd_pooled = bnd_exact_corpus(pooled_cases, curve.s) if pooled_cases else None
     rows = []
     for lang in corpora:
         rows += summarize([r for r in records if r["lang"] == lang], variants, curve, bnds[lang], lang)
     if len(corpora) > 1:
         rows += summarize(records, variants, curve, bnd_pooled, "pooled")
-    notes = match_spec_edit(rows, curve.tau_ms)
-    return {"rows": rows, "records": records, "notes": notes, "bnd_exact": {**bnds, "pooled": bnd_pooled},
-            "m_star_used": m_star,
+    return {"rows": rows, "notes": match_spec_edit(rows, curve.tau_ms), "bnd_exact": {**bnds, "pooled": bnd_pooled},
             "span_profiles": {k: {kk: vv for kk, vv in p.items() if kk != "per_case"} for k, p in profiles.items()}}
 
 
@@ -162,11 +166,51 @@ def parser():
     p.add_argument("--windows", type=int, nargs="+", default=[16, 32, 64], help="spec-edit draft windows")
     p.add_argument("--repeats", type=int, default=1, help="runs per (case, variant); the median is kept")
     p.add_argument("--free", action="store_true", help="free-run (untrained) CaD vs regen instead of forced")
+    p.add_argument("--token-m", type=int, default=None,
+                   help="minimum span of the token-level oracle for cad-tokens (default: the kernel's m*)")
+    p.add_argument("--rescore", type=__import__("pathlib").Path, default=None,
+                   help="re-score the records of an earlier e2e JSON with --kernel-json (no model runs)")
     return p
 
 
 COLUMNS = ["corpus", "variant", "cases", "lossless", "fwd/case", "decode_ms/case", "prefill_ms/case",
            "speedup", "speedup_wall", "bnd_exact", "realized/bnd", "pred_ms/case", "pred/meas"]
+
+
+def report_forced(args, config: dict, kernel: dict, records: list[dict], scored: dict, m_token: int) -> dict:
+    from benchmarks.kernel import fixed_cost_rows
+
+    report = write_report(
+        "e2e", scored["rows"], args.json_path, columns=COLUMNS,
+        title=f"E2E oracle-forced, {config['model']} on {config['device']} {config['dtype']}",
+        extra={"config": config, "kernel": kernel, "notes": scored["notes"], "bnd_exact": scored["bnd_exact"],
+               "m_token": m_token, "span_profiles": scored["span_profiles"], "records": records},
+    )
+    print(f"Kernel: {kernel.get('source', '')}\n")
+    print(markdown_table([{"N": r["N"], "s": r["s"]} for r in kernel["rows"]]))
+    print()
+    print(markdown_table(fixed_cost_rows(kernel)))
+    print("\n## What CaD needs to match spec-edit\n")
+    for line in scored["notes"]:
+        print(f"- {line}")
+    return report
+
+
+def rescore(args) -> dict:
+    """Re-score an earlier forced run's records with another kernel JSON (no model runs)."""
+    import json
+
+    from engine.model import load_tokenizer
+
+    if not args.kernel_json:
+        raise SystemExit("--rescore needs --kernel-json (the s(N) curve to score with)")
+    old = json.loads(args.rescore.read_text(encoding="utf-8"))
+    config, records, m_token = old["config"], old["records"], old["m_token"]
+    kernel = kernel_report(args, None)
+    corpora = load_corpora(config["cases"], tuple(config["langs"]))
+    config["rescored_from"] = str(args.rescore)
+    scored = score_forced(records, corpora, load_tokenizer(config["model"]), kernel, config["windows"], m_token)
+    return report_forced(args, config, kernel, records, scored, m_token)
 
 
 def main(argv=None) -> dict:
@@ -175,6 +219,8 @@ def main(argv=None) -> dict:
     from engine.model import load_model
 
     args = parser().parse_args(argv)
+    if args.rescore:
+        return rescore(args)
     if args.threads:
         torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
@@ -190,25 +236,11 @@ def main(argv=None) -> dict:
         return write_report("e2e_free", out["rows"], args.json_path, extra={"config": config, **out["extra"]},
                             columns=FREE_COLUMNS, title="E2E free-run (untrained) CaD vs regen")
     kernel = kernel_report(args, loaded)
-    from benchmarks.kernel import fixed_cost_rows
-
-    out = run_forced(args, loaded, corpora, kernel)
+    m_token = args.token_m or kernel.get("m_star") or 8
+    records = run_forced_cases(args, loaded, corpora, m_token)
+    scored = score_forced(records, corpora, loaded.tokenizer, kernel, args.windows, m_token)
     config["wall_s"] = time.perf_counter() - t0
-    report = write_report(
-        "e2e", out["rows"], args.json_path, columns=COLUMNS,
-        title=f"E2E oracle-forced, {args.model} on {config['device']} {config['dtype']}",
-        extra={"config": config, "kernel": kernel, "notes": out["notes"], "bnd_exact": out["bnd_exact"],
-               "m_star_used": out["m_star_used"], "span_profiles": out["span_profiles"],
-               "records": out["records"]},
-    )
-    print("## Kernel used\n")
-    print(markdown_table([{"N": r["N"], "s": r["s"]} for r in kernel["rows"]]))
-    print()
-    print(markdown_table(fixed_cost_rows(kernel)))
-    print("\n## What CaD needs to match spec-edit\n")
-    for line in out["notes"]:
-        print(f"- {line}")
-    return report
+    return report_forced(args, config, kernel, records, scored, m_token)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,18 @@ def test_e2e_forced_one_case(kernel_json, tmp_path):
     assert ride["fwd/case"] < seed["fwd/case"] < regen["fwd/case"]
     assert report["notes"] and report["bnd_exact"]["python"] > 0
 
+    # re-scoring the records with a (here: rescaled) kernel curve reuses the measurements
+    k = json.loads(kernel_json.read_text())
+    k["tau_ms"] *= 2
+    k2 = tmp_path / "k2.json"
+    k2.write_text(json.dumps(k))
+    again = e2e.main(["--rescore", str(path), "--kernel-json", str(k2), "--json", str(tmp_path / "r.json")])
+    for old, new in zip(report["rows"], again["rows"]):
+        assert new["decode_ms/case"] == pytest.approx(old["decode_ms/case"])
+        assert new["bnd_exact"] == pytest.approx(old["bnd_exact"])  # tau does not enter eq. (3)
+        if old["variant"] == "regen":  # 1-token forwards only: prediction scales with tau
+            assert new["pred_ms/case"] == pytest.approx(2 * old["pred_ms/case"], rel=1e-6)
+
 
 @pytest.mark.real_model
 def test_e2e_free_one_case(tmp_path):
