@@ -41,7 +41,7 @@ from .positions import range_to_line_range
 from .progress import EditProgress
 from .protocol import COMMAND_PARAMS
 from .textedits import program_to_edits
-from .versioned_apply import apply_versioned, client_can_apply_edits, snapshot
+from .versioned_apply import DocumentUnavailableError, apply_versioned, client_can_apply_edits, snapshot
 from .worker import EditJob
 
 __all__ = ["APPLY_EDIT", "PREVIEW_EDIT", "CANCEL_ALL", "apply_edit", "preview_edit", "cancel_all"]
@@ -94,7 +94,10 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
     t0 = time.perf_counter()
     args = parse_edit_args(command, arguments)
     _check_preconditions(ls, command, args, apply)
-    snap = snapshot(ls, args.uri)
+    try:
+        snap = snapshot(ls, args.uri)
+    except DocumentUnavailableError as exc:
+        raise CommandArgumentError(str(exc)) from None
     request = _build_request(ls, args, snap.text)
     cancel = threading.Event()
     request_id = ls.protocol.msg_id

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from lsprotocol import types
 
-__all__ = ["Snapshot", "ApplyOutcome", "snapshot", "apply_versioned", "client_can_apply_edits"]
+__all__ = ["DocumentUnavailableError", "Snapshot", "ApplyOutcome", "snapshot", "apply_versioned", "client_can_apply_edits"]
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,20 @@ class ApplyOutcome:
     discarded: bool = False  # the document changed while decoding
 
 
+class DocumentUnavailableError(LookupError):
+    """The document is neither open in the client nor readable from disk."""
+
+
 def snapshot(ls: Any, uri: str) -> Snapshot:
+    """The document's text and version now (an unopened file is read from disk, version None)."""
     document = ls.workspace.get_text_document(uri)
-    return Snapshot(uri, document.source, document.version)
+    try:
+        text = document.source
+    except OSError as exc:
+        raise DocumentUnavailableError(
+            f"{uri} is not open in the editor and cannot be read from disk ({exc}); "
+            "open the document (textDocument/didOpen) before running the command") from None
+    return Snapshot(uri, text, document.version)
 
 
 def current_version(ls: Any, uri: str) -> int | None:

@@ -255,3 +255,21 @@ async def test_utf8_position_encoding_is_negotiated():
         assert titles == ["Apply edit instruction…", "Apply: shorten it"]
     finally:
         await client.shutdown_session()
+
+
+async def test_engine_error_is_shown_and_returned(client):
+    uri = _uri("overflow")
+    big = "value = 1  # a line that costs tokens\n" * 4000  # far beyond the model's context
+    open_doc(client, uri, big)
+    before = len(client.messages)
+    with pytest.raises(JsonRpcException) as info:
+        await asyncio.wait_for(execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Fix it."}), 600)
+    assert "context" in str(info.value).lower()
+    await wait_for(lambda: len(client.messages) > before, timeout=30, what="showMessage")
+    assert "context" in client.messages[-1].message.lower()
+    assert client.docs.texts[uri] == big
+
+
+async def test_unknown_document_is_a_clear_error(client):
+    with pytest.raises(JsonRpcException, match="not open in the editor"):
+        await execute(client, "cad.previewEdit", {"uri": "file:///nonexistent/cad/x.py", "instruction": "x"})
