@@ -41,83 +41,20 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
+from engine.decode_types import DecodeProgress, DecodeResult, DecodeStats, OpRecord
 from engine.errors import ContextOverflowError, EditCancelled, ForcedProgramError
 from engine.fsm import ProgramFSM, op_token_ids, program_token_ids, token_table
 from engine.gen_end import decode, find_gen_end
-from engine.headers import CLOSE_GUESS, GEN_OPEN_GUESS, guess_next_ops
+from engine.headers import GEN_OPEN_GUESS, guess_next_ops
 from engine.kv import DecodeCancelled, KVRunner
 from engine.prompt import render_prompt
 from engine.resolver import resolve
 
 ANSWER_RESERVE = 16  # tokens kept free beyond a full copy of the document when checking the prompt
-
-
-@dataclass
-class DecodeProgress:
-    """Counts after a forward (same fields as ``engine.api.Progress``)."""
-
-    decoded: int
-    copied: int
-    forced: int
-    forwards: int
-    ops: int
-
-
-@dataclass
-class OpRecord:
-    """Cost of one op: its output tokens by kind, forwards attributed to it, and wall time."""
-
-    kind: str = "?"
-    tokens: int = 0
-    decoded: int = 0
-    forced: int = 0
-    copied: int = 0
-    forwards: int = 0
-    ms: float = 0.0
-
-    def as_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-@dataclass
-class DecodeStats:
-    """Counters of one decode."""
-
-    prompt_tokens: int = 0
-    decoded_tokens: int = 0
-    copied_tokens: int = 0
-    forced_tokens: int = 0
-    forwards: int = 0
-    masked_steps: int = 0
-    mask_ms: float = 0.0
-    guess_tokens: int = 0
-    guess_accepted: int = 0
-    draft_tokens: int = 0
-    draft_accepted: int = 0
-    wall_ms: float = 0.0
-    truncated: bool = False
-    per_op: list[dict] = field(default_factory=list)
-
-    @property
-    def output_tokens(self) -> int:
-        return self.decoded_tokens + self.copied_tokens + self.forced_tokens
-
-
-@dataclass
-class DecodeResult:
-    """The decoded program, its resolved text (None if it does not resolve) and the stats."""
-
-    program: tuple
-    text: str | None
-    warnings: list[str]
-    stats: DecodeStats
-    output_ids: list[int]
-    resolve_error: str | None = None
 
 
 class _Chooser:

@@ -16,7 +16,6 @@ from engine.gen_end import decode
 from engine.grammar import CopyLines, CopyTokens, Gen, parse, serialize
 from engine.oracle import line_program, token_program
 from engine.prompt import PROGRAM_OPEN, expanded_program_text, render_prompt
-from engine.resolver import resolve
 
 _WORDS = ["def", "return", "x", "y", "=", "+", "(", ")", ":", "if", "for", "i", "in", "range", "0", "1",
           "</gen>", "<copy", "</div>", "<gen>", "⟨", "é", "{", "}", ";", "'s'", "  ", "\t"]
