@@ -40,6 +40,7 @@ class BenchClient(LanguageClient):
         super().__init__("cad-lsp-overhead", "0.1")
         self.progress: dict[str, list[tuple[float, str]]] = {}
         self.versions: dict[str, int] = {}
+        self.logs: list[str] = []
 
         @self.feature(types.WORKSPACE_APPLY_EDIT)
         def _apply(ls, params):
@@ -50,6 +51,10 @@ class BenchClient(LanguageClient):
             value = params.value if isinstance(params.value, dict) else {}
             self.progress.setdefault(str(params.token), []).append(
                 (time.perf_counter(), value.get("message") or value.get("kind", "")))
+
+        @self.feature(types.WINDOW_LOG_MESSAGE)
+        def _log(ls, params):
+            self.logs.append(params.message)
 
         @self.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
         def _create(ls, params):
