@@ -273,3 +273,19 @@ async def test_engine_error_is_shown_and_returned(client):
 async def test_unknown_document_is_a_clear_error(client):
     with pytest.raises(JsonRpcException, match="not open in the editor"):
         await execute(client, "cad.previewEdit", {"uri": "file:///nonexistent/cad/x.py", "instruction": "x"})
+
+
+async def test_workspace_configuration_is_read_and_validated(client):
+    client.set_configuration({"strategy": "regen", "maxNewTokens": 7}, section="cad")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await wait_for(lambda: any("workspace/configuration" in m.message and "max_new_tokens=7" in m.message
+                               for m in client.log_messages), timeout=60, what="settings log")
+    before = len(client.messages)
+    client.set_configuration({"resolverMode": "loose"}, section="cad")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await wait_for(lambda: len(client.messages) > before, timeout=60, what="settings error")
+    assert "resolverMode" in client.messages[-1].message
+    client.set_configuration({"maxNewTokens": SHORT, "strategy": "cad"}, section="cad")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await wait_for(lambda: any(f"max_new_tokens={SHORT}" in m.message and "strategy='cad'" in m.message
+                               for m in client.log_messages[-3:]), timeout=60, what="settings restored")
