@@ -199,6 +199,10 @@ class _ProgramDecoder:
             if st.kind == "done":
                 break
             if st.kind == "force":
+                if len(st.ids) >= self._room():  # a splice that would overflow the context window
+                    self.fsm.truncate()
+                    self.stats.truncated = True
+                    continue
                 self._commit(list(st.ids), "copied" if st.copy else "forced")
                 for t in st.ids:
                     self.fsm_advance_tracked(t)

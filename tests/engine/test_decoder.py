@@ -247,6 +247,19 @@ def test_context_overflow_is_reported_before_decoding(tiny_model):
     assert calls == [] and info.value.context_length == 400
 
 
+def test_filling_the_context_window_truncates_cleanly(tiny_model):
+    doc = "".join(f"line {k} = {k * k}\n" for k in range(30))
+    prompt = render_prompt(doc, "Fix bugs.", tiny_model.tokenizer)
+    room = len(prompt.ids) + prompt.view.n_tokens + 40
+    small = dataclasses.replace(tiny_model, context_length=room)
+    n = len(doc.split("\n"))
+    for spec in (True, False):
+        res = _run(small, doc, forced=(CopyLines(1, n), CopyLines(1, n), CopyLines(1, n)), speculative_headers=spec)
+        assert res.stats.truncated
+        assert res.program[0] == CopyLines(1, n) and len(res.program) <= 2  # the third copy never starts
+        assert len(prompt.ids) + len(res.output_ids) <= room
+
+
 def test_split_literal_tokenizer_decodes_and_replays(char_model):
     tok = char_model.tokenizer
     rng = random.Random(2)
