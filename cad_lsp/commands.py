@@ -30,6 +30,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
+import engine.api as _engine_api
 from engine.api import EditCancelled, EditRequest, EngineError
 from engine.grammar import serialize
 
@@ -43,6 +44,10 @@ from .protocol import COMMAND_PARAMS
 from .textedits import program_to_edits
 from .versioned_apply import DocumentUnavailableError, apply_versioned, client_can_apply_edits, snapshot
 from .worker import EditJob
+
+# Engine errors whose message tells the user what to do (ModelLoadError once engine.api
+# re-exports it; until then it is reported as an internal error, message included).
+_USER_FACING = tuple(t for t in (EngineError, getattr(_engine_api, "ModelLoadError", None)) if t)
 
 __all__ = ["APPLY_EDIT", "PREVIEW_EDIT", "CANCEL_ALL", "apply_edit", "preview_edit", "cancel_all"]
 
@@ -117,7 +122,7 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             progress.end("cancelled")
             ls.log(f"{command} {args.uri}: cancelled ({exc})")
             raise JsonRpcRequestCancelled(message=f"{command} was cancelled: {exc}") from None
-        except EngineError as exc:
+        except _USER_FACING as exc:
             progress.end(f"failed: {exc}")
             ls.show(f"Copy-as-Decode: {exc}", types.MessageType.Error)
             raise EngineCommandError(str(exc), type(exc).__name__) from None
