@@ -82,6 +82,13 @@ class _Chooser:
 
 
 class _ProgramDecoder:
+    """One decode: the FSM, the KV runner and the schedule state.
+
+    Invariant: ``runner.ids + pending == prompt_ids + out``. ``pending`` holds committed tokens
+    not yet fed (they ride along in the next forward); ``ready`` is the logits row predicting
+    the token after ``out`` when nothing is pending (from the last forward), else None.
+    """
+
     def __init__(self, loaded, prompt, *, token_level, max_new_tokens, monotonic, speculative_headers,
                  ride_along, gen_strategy, forced, cancel, progress):
         self.tok = loaded.tokenizer
@@ -160,7 +167,15 @@ class _ProgramDecoder:
                                          len(self.fsm.ops)))
         return logits
 
+    def _ensure_pending(self) -> None:
+        """Logits are needed but every committed token is cached: re-feed the last one (rare)."""
+        if not self.pending:
+            last = self.runner.ids[-1]
+            self.runner.crop(self.runner.length - 1)
+            self.pending = [last]
+
     def _flush(self) -> None:
+        self._ensure_pending()
         logits = self._feed(self.pending, keep=1)
         self.pending = []
         self.ready = logits[0]
@@ -266,6 +281,7 @@ class _ProgramDecoder:
         guess = self._guess_ids()
         if not guess:
             return False
+        self._ensure_pending()
         base, npend = self.runner.length, len(self.pending)
         logits = self._feed(self.pending + guess, keep=len(guess) + 1)
         self.pending = []
@@ -452,6 +468,7 @@ class _ProgramDecoder:
             rows = [None, *logits]
             accepted, i = [first], 1
         else:
+            self._ensure_pending()
             base, npend = self.runner.length, len(self.pending)
             logits = self._feed(self.pending + draft, keep=len(draft) + 1)
             self.pending = []
