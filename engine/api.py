@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from engine.errors import ContextOverflowError, EditCancelled, EngineError
+from engine.model import ModelLoadError  # torch-free at import; raised by load() with a fix-it message
 from engine.scope import InvalidRangeError
 
 __all__ = [
     "STRATEGIES", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
     "EngineError", "ContextOverflowError", "EditCancelled", "InvalidRangeError",
-    "UnknownStrategyError", "InvalidRequestError",
+    "UnknownStrategyError", "InvalidRequestError", "ModelLoadError",
 ]
 
 STRATEGIES = ("cad", "cad-tokens", "regen", "spec-edit")
@@ -143,7 +144,8 @@ class EditEngine:
         return self._loaded
 
     def load(self) -> None:
-        """Load the model and tokenizer (idempotent; safe to call from several threads)."""
+        """Load the model and tokenizer (idempotent; safe to call from several threads).
+        Raises ModelLoadError (message says how to fix it) when the model cannot be loaded."""
         if self._loaded is not None:
             return
         with self._load_lock:
