@@ -9,9 +9,11 @@ Range-scoped requests edit the slice only and are re-based with engine.scope.
 """
 from __future__ import annotations
 
+from engine.eol import adapt_program, adapt_text, uses_crlf
 from engine.errors import ContextOverflowError, EditCancelled, EngineError
 from engine.grammar import CopyTokens
 from engine.kv import DecodeCancelled
+from engine.oracle import line_program
 from engine.resolver import resolve
 from engine.scope import rebase_program, slice_lines, splice_text
 
@@ -44,7 +46,22 @@ def _run_regen(loaded, document, request, *, cancel, progress, window, probe):
                "ms": s.wall_ms, "copied": s.copied, "drafted": s.drafted}]
     counts = dict(decoded=s.decoded, copied=s.copied, forced=s.forced, forwards=s.forwards,
                   prompt_tokens=r.prompt_tokens, truncated=s.truncated, per_op=per_op)
-    return tuple(r.program), r.text, counts, list(r.warnings)
+    program, text = tuple(r.program), r.text
+    if uses_crlf(document):
+        text = adapt_text(text, document)
+        program = tuple(line_program(document, text))
+    return program, text, counts, list(r.warnings)
+
+
+def _resolve_decoded(loaded, program, document, mode, token_level):
+    """Resolve a decoded program again (after line-ending adaptation) the way the decoder does."""
+    from engine.gen_end import decode
+    from engine.prompt import document_token_ids
+
+    if not token_level:
+        return resolve(program, document, mode).text
+    return resolve(program, document, mode, token_ids=document_token_ids(loaded.tokenizer, document),
+                   decode_tokens=lambda ids: decode(loaded.tokenizer, ids), granularity="tokens").text
 
 
 class ProgramResolveError(EngineError):
@@ -82,11 +99,16 @@ def _run_cad(loaded, document, request, *, cancel, progress, gen_proposer: str =
             f"the decoded program does not resolve against the document in {request.mode!r} mode: "
             f"{d.resolve_error}. Retry with mode='clipped' or another strategy."
         )
+    program, text = tuple(d.program), d.text
+    if uses_crlf(document):
+        token_level = request.strategy == "cad-tokens"
+        program = adapt_program(program, document, token_level=token_level)
+        text = _resolve_decoded(loaded, program, document, request.mode, token_level)
     s = d.stats
     counts = dict(decoded=s.decoded_tokens, copied=s.copied_tokens, forced=s.forced_tokens,
                   forwards=s.forwards, prompt_tokens=s.prompt_tokens, truncated=s.truncated,
                   per_op=list(s.per_op))
-    return tuple(d.program), d.text, counts, warnings
+    return program, text, counts, warnings
 
 
 def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32,
@@ -114,8 +136,6 @@ def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window:
         a, b = line_range
         text = splice_text(document, a, b, sub_text)
         if any(isinstance(op, CopyTokens) for op in program):
-            from engine.oracle import line_program
-
             program = tuple(line_program(document, text))
         else:
             program = rebase_program(program, a, b, len(document.split("\n")), len(sub.split("\n")))
