@@ -6,7 +6,8 @@ mode (the real cost of that program) with the real default model, under
 * ``seed``: every committed literal / chosen token is fed at once in its own forward (the seed's
   schedule: forced-template prefills, then the splice);
 * ``ride``: forced literals and single-option tokens ride along in the next decision's forward;
-* ``ride+spec``: plus speculative op headers (guessed header verified in one forward).
+* ``ride+spec``: plus speculative op headers (guessed header verified in one forward);
+* ``ride+spec+pld``: plus prompt-lookup drafts for gen bodies (engine.strategies "pld").
 
 Reports forwards per copy op (header + splice), per gen op and per program, tokens per forward,
 wall time, and the masked-step overhead (mask + argmax per decision, in microseconds). A free
@@ -22,7 +23,8 @@ from benchmarks.common import bench_argparser, load_corpora, write_report
 
 CONFIGS = {"seed": dict(ride_along=False, speculative_headers=False),
            "ride": dict(ride_along=True, speculative_headers=False),
-           "ride+spec": dict(ride_along=True, speculative_headers=True)}
+           "ride+spec": dict(ride_along=True, speculative_headers=True),
+           "ride+spec+pld": dict(ride_along=True, speculative_headers=True, gen_strategy="pld")}
 
 
 def _summarise(name: str, results: list) -> dict:
@@ -98,6 +100,7 @@ def main(argv=None) -> dict:
     from engine.decoder import decode_program
     from engine.model import load_model
     from engine.oracle import line_program
+    from engine.strategies import make_proposer
 
     loaded = load_model(args.model, device="auto")
     pairs = [p for ps in load_corpora(args.cases).values() for p in ps]
@@ -107,7 +110,10 @@ def main(argv=None) -> dict:
         results = []
         for pair in pairs:
             program = line_program(pair.document, pair.gold)
-            res = decode_program(loaded, pair.document, pair.instruction, forced=program, **cfg)
+            opts = dict(cfg)
+            if opts.get("gen_strategy"):
+                opts["gen_strategy"] = make_proposer(opts["gen_strategy"])
+            res = decode_program(loaded, pair.document, pair.instruction, forced=program, **opts)
             exact[name] = exact.get(name, 0) + int(res.text == pair.gold)
             results.append(res)
         row = _summarise(f"forced oracle, {name}", results)
