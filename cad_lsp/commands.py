@@ -14,7 +14,9 @@ Owns one edit's life cycle on the server, in order:
 5. preview: return ``{diff, stats, program}``; apply: versioned ``workspace/applyEdit``,
    discarded (with a message) if the document changed while decoding.
 
-Result of ``cad.applyEdit``: ``{applied, message, stats, program, edits, discarded}``;
+Result of ``cad.applyEdit``: ``{applied, message, stats, program, edits, discarded}`` (plus
+``truncated: true`` when a program cut off by the token budget was refused, see
+:mod:`cad_lsp.settings` ``applyTruncated``);
 ``stats`` are the engine's :class:`EditStats` plus ``server_ms``, ``engine_ms``, ``queue_ms``.
 Engine errors are shown with ``window/showMessage`` and returned as the command's error
 carrying the engine's message.
@@ -148,6 +150,16 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             reply["diff"] = unified_diff(snap.text, plan.new_text, args.uri)
             progress.end("preview ready")
             _log_stats(ls, command, args.uri, stats, "previewed")
+            return reply
+        if result.stats.truncated and not ls.settings.apply_truncated:
+            message = (f"not applied: the model hit the token budget (maxNewTokens={request.max_new_tokens}) "
+                       "before finishing its edit program, so the rest of the document would be lost. "
+                       "Raise cad.maxNewTokens, select a smaller range, or set cad.applyTruncated=true; "
+                       f"{PREVIEW_EDIT} shows the partial result.")
+            ls.show(f"Copy-as-Decode: {message}", types.MessageType.Warning)
+            _log_stats(ls, command, args.uri, stats, "refused (truncated)")
+            progress.end("not applied: truncated")
+            reply.update(applied=False, message=message, discarded=False, truncated=True)
             return reply
         outcome = await apply_versioned(ls, snap, plan.edits, f"cad: {request.instruction}")
         if result.warnings and outcome.applied:

@@ -7,6 +7,9 @@ Owns the ``cad`` settings section and its validation. Keys (camelCase, as client
 * ``strategy``: one of :data:`engine.api.STRATEGIES`
 * ``maxNewTokens``: positive int, decode budget per edit
 * ``resolverMode``: "strict" | "clipped"
+* ``applyTruncated``: bool, default false. A program cut off by ``maxNewTokens`` is incomplete
+  (everything after the cut would be lost), so ``cad.applyEdit`` refuses it unless this is true;
+  ``cad.previewEdit`` always shows it, with a warning.
 
 ``initializationOptions`` may hold the keys directly or under ``{"cad": {...}}``.
 Unknown keys are ignored (listed in :attr:`Settings.merge` warnings), wrong values raise
@@ -28,7 +31,8 @@ except ImportError:  # pragma: no cover - engine.api not available yet
 
 _KEYS = {"model": "model", "device": "device", "strategy": "strategy",
          "maxNewTokens": "max_new_tokens", "max_new_tokens": "max_new_tokens",
-         "resolverMode": "resolver_mode", "resolver_mode": "resolver_mode"}
+         "resolverMode": "resolver_mode", "resolver_mode": "resolver_mode",
+         "applyTruncated": "apply_truncated", "apply_truncated": "apply_truncated"}
 
 
 class SettingsError(ValueError):
@@ -42,6 +46,7 @@ class Settings:
     strategy: str = "cad"
     max_new_tokens: int = 512
     resolver_mode: str = "clipped"
+    apply_truncated: bool = False
 
     def merge(self, options: Mapping[str, Any] | None, *, source: str) -> tuple["Settings", list[str]]:
         """A copy with ``options`` applied; returns it and warnings about ignored keys."""
@@ -59,7 +64,7 @@ class Settings:
             field = _KEYS.get(key)
             if field is None:
                 warnings.append(f"{source}: unknown setting {SECTION}.{key} ignored "
-                                f"(known: model, device, strategy, maxNewTokens, resolverMode)")
+                                f"(known: model, device, strategy, maxNewTokens, resolverMode, applyTruncated)")
                 continue
             changes[field] = _validate(field, value, key, source)
         return replace(self, **changes), warnings
@@ -70,6 +75,10 @@ def _validate(field: str, value: Any, key: str, source: str) -> Any:
     if field == "max_new_tokens":
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SettingsError(f"{where} must be a positive integer (decode budget per edit)")
+        return value
+    if field == "apply_truncated":
+        if not isinstance(value, bool):
+            raise SettingsError(f"{where} must be true or false")
         return value
     if not isinstance(value, str) or not value:
         raise SettingsError(f"{where} must be a non-empty string")

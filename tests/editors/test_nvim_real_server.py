@@ -45,7 +45,9 @@ def server_cmd(*extra: str) -> list[str]:
 
 
 def run_real(tmp_path, scenario, buggy_file, *, max_new_tokens=MAX_NEW_TOKENS, strategy="cad", **config):
-    settings = {"maxNewTokens": max_new_tokens, "strategy": strategy, "device": "cpu"}
+    # Mechanics tests: the untrained model rarely finishes within a small budget, so opt in to
+    # applying truncated programs (refused by default, see cad_lsp.settings).
+    settings = {"maxNewTokens": max_new_tokens, "strategy": strategy, "device": "cpu", "applyTruncated": True}
     return run_scenario(tmp_path, scenario, file=buggy_file,
                         cmd=server_cmd("--max-new-tokens", str(max_new_tokens), "--strategy", strategy),
                         settings=settings, timeout_s=TIMEOUT_S,

@@ -41,7 +41,7 @@ DOC = _document()
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client():
     client = await start_client("--preload", "--device", "cpu",
-                                init_options={"cad": {"maxNewTokens": SHORT}})
+                                init_options={"cad": {"maxNewTokens": SHORT, "applyTruncated": True}})
     yield client
     await client.shutdown_session()
 
@@ -289,3 +289,28 @@ async def test_workspace_configuration_is_read_and_validated(client):
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
     await wait_for(lambda: any(f"max_new_tokens={SHORT}" in m.message and "strategy='cad'" in m.message
                                for m in client.log_messages[-3:]), timeout=60, what="settings restored")
+
+
+async def test_truncated_program_is_not_applied_by_default(client):
+    """A program cut off by the budget would drop the rest of the document: refused unless opted in."""
+    client.set_configuration({"maxNewTokens": 4, "strategy": "cad", "applyTruncated": False}, section="cad")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await wait_for(lambda: any("apply_truncated=False" in m.message for m in client.log_messages[-3:]),
+                   timeout=60, what="settings applied")
+    uri = _uri("truncated")
+    open_doc(client, uri, DOC)
+    before = len(client.docs.applied)
+    try:
+        reply = await asyncio.wait_for(execute(client, "cad.applyEdit", {
+            "uri": uri, "instruction": "Rewrite has_close_elements with a sorted pass."}), 600)
+    finally:
+        client.set_configuration({"maxNewTokens": SHORT, "strategy": "cad", "applyTruncated": True}, section="cad")
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    print("truncated:", reply["stats"]["truncated"], reply.get("message"))
+    if reply["stats"]["truncated"]:
+        assert reply["applied"] is False and reply["truncated"] is True
+        assert "maxNewTokens" in reply["message"]
+        assert len(client.docs.applied) == before
+        assert client.docs.texts[uri] == DOC
+    else:  # the model closed its program within 4 tokens: an ordinary apply
+        _check_applied(client, uri, DOC, reply)
