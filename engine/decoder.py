@@ -522,7 +522,8 @@ def decode_program(loaded, document: str, instruction: str, *, token_level: bool
     text, warnings, error = None, [], None
     try:
         res = resolve(program, document, mode, token_ids=prompt.view.token_ids,
-                      decode_tokens=lambda ids: decode(loaded.tokenizer, ids))
+                      decode_tokens=lambda ids: decode(loaded.tokenizer, ids),
+                      granularity="tokens" if token_level else "lines")
         text, warnings = res.text, list(res.warnings)
     except ValueError as exc:  # ResolveError: only reachable in strict mode on odd programs
         error = str(exc)
