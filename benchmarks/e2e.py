@@ -166,6 +166,8 @@ def parser():
     p.add_argument("--windows", type=int, nargs="+", default=[16, 32, 64], help="spec-edit draft windows")
     p.add_argument("--repeats", type=int, default=1, help="runs per (case, variant); the median is kept")
     p.add_argument("--free", action="store_true", help="free-run (untrained) CaD vs regen instead of forced")
+    p.add_argument("--free-extra", type=int, default=64,
+                   help="--free: token budget per case = gold tokens + this")
     p.add_argument("--token-m", type=int, default=None,
                    help="minimum span of the token-level oracle for cad-tokens (default: the kernel's m*)")
     p.add_argument("--rescore", type=__import__("pathlib").Path, default=None,

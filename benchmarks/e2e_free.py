@@ -4,7 +4,8 @@ CaD (line programs, all overhead reductions on) and full regeneration decode wit
 Per corpus: exact match with the gold, parse rate (CaD: complete program that resolves; regen:
 stopped at the framing's end or EOS, not truncated), op-level copy endpoint accuracy against the
 line oracle (i-th copy op vs i-th oracle copy op, start and end separately), decoded / copied /
-forced tokens per case, forwards and wall-clock per case. Budget per case: gold tokens + 64.
+forced tokens per case, forwards and wall-clock per case. Budget per case: gold tokens + `--free-extra`
+(default 64).
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def run_free(args, loaded, corpora, log) -> dict:
     for lang, pairs in corpora.items():
         for i, pair in enumerate(pairs, 1):
             log(f"[e2e --free] {lang} case {i}/{len(pairs)} {pair.task_id}")
-            budget = len(loaded.tokenizer.encode(pair.gold, add_special_tokens=False)) + 64
+            budget = len(loaded.tokenizer.encode(pair.gold, add_special_tokens=False)) + args.free_extra
             oracle = line_program(pair.document, pair.gold)
             for v in FREE_VARIANTS:
                 rec = run_variant(v, loaded, pair, forced=False, repeats=1, max_new_tokens=budget,

@@ -83,7 +83,7 @@ def test_e2e_forced_one_case(kernel_json, tmp_path):
 @pytest.mark.real_model
 def test_e2e_free_one_case(tmp_path):
     path = tmp_path / "free.json"
-    e2e.main(["--free", "--cases", "1", "--langs", "js", "--json", str(path)])
+    e2e.main(["--free", "--cases", "1", "--langs", "python", "--free-extra", "0", "--json", str(path)])
     report = json.loads(path.read_text())
     assert [r["strategy"] for r in report["rows"]] == ["cad-line", "regen"]
     for row in report["rows"]:
