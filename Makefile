@@ -17,8 +17,9 @@ $(STAMP): requirements.txt pyproject.toml
 
 setup: $(STAMP)
 
+# The main job: apply the sample instruction to the sample buggy file with the default model, print the diff.
 demo: $(STAMP)
-	$(BIN)/cad-demo
+	$(BIN)/cad-apply examples/buggy_stats.py --root examples -i "$$(cat examples/buggy_stats.instruction.txt)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -rs
