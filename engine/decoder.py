@@ -408,6 +408,7 @@ class _ProgramDecoder:
         draft = draft[:max(0, min(self.max_new - self._spent() - 1, self._room() - 3))]
         if len(draft) <= len(rest):
             return None
+        header = draft[len(rest):]  # the budget may have cut the guessed header short
         base, npend = self.runner.length, len(self.pending)
         logits = self._feed(self.pending + draft, keep=len(draft) + 1)
         self.pending = []
