@@ -39,7 +39,8 @@ exit codes:
   {EXIT_FAILED}    at least one edit failed (engine/server error, bad range)
   {EXIT_USAGE}    bad command line or unreadable/malformed jobs file
   {EXIT_REFUSED}    no failures, but at least one job was refused (outside --root, not a file,
-       not UTF-8, or the file changed on disk while its edit was computed)
+       not UTF-8, the file changed on disk while its edit was computed, or with --write the
+       program hit --max-new-tokens and --allow-truncated was not given)
   {EXIT_START}    the model or the LSP server could not be started
   {EXIT_SIGINT}  interrupted by Ctrl-C ({EXIT_SIGTERM} for SIGTERM); finished files are complete,
        the rest untouched; rerun the same command to resume
@@ -76,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--diff", action="store_true", help="print unified diffs, change nothing (default)")
     mode.add_argument("--write", action="store_true", help="write edits in place, atomically")
+    p.add_argument("--allow-truncated", action="store_true",
+                   help="with --write, also write results whose program hit --max-new-tokens (refused by default)")
     p.add_argument("--root", type=Path, default=None, help="refuse paths outside this directory (default: cwd)")
     p.add_argument("--no-resume", action="store_true", help="ignore the journal; redo every job")
     p.add_argument("--journal", type=Path, help=f"journal path (default: {JOURNAL_NAME} beside --jobs, else in --root)")
@@ -111,7 +114,7 @@ def _make_backend(args, progress: ProgressBar):
         import shlex
         command = shlex.split(args.server_cmd) if args.server_cmd else None
         settings = {"cad": {"model": args.model, "device": args.device, "maxNewTokens": args.max_new_tokens,
-                            "strategy": args.strategy}}
+                            "strategy": args.strategy, "applyTruncated": True}}  # run_job decides
         return LspBackend(command=command, settings=settings, strategy=args.strategy, root=args.root)
     return InProcessBackend(model=args.model, strategy=args.strategy, max_new_tokens=args.max_new_tokens,
                             device=args.device, on_status=progress.message)
@@ -163,6 +166,15 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
     report.stats = outcome.stats
     new_data = encode(outcome.text, style)
     label = _relative(path, root)
+    truncated = bool((outcome.stats or {}).get("truncated"))
+    if truncated:
+        report.detail = (f"the model hit --max-new-tokens={args.max_new_tokens} before finishing its edit "
+                         "program; the result is incomplete")
+    if truncated and args.write and not args.allow_truncated:
+        report.status = "refused"
+        report.detail += (": nothing written, because the rest of the file would be lost. Raise "
+                          "--max-new-tokens, edit a smaller --range, or pass --allow-truncated")
+        return
     if not args.write:
         diff = _diff(data.decode("utf-8", errors="replace"), new_data.decode("utf-8", errors="replace"), label)
         if diff:

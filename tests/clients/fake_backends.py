@@ -3,7 +3,8 @@
 `appending` — appends one marker line per edit (NOT idempotent, so a job applied twice shows);
 env FAKE_EDIT_DELAY_S sleeps before each edit, FAKE_EDIT_CALLS names a file that gets one line
 per call, FAKE_EDIT_FAIL=1 makes every edit fail. `touching` — rewrites the file on disk while
-the edit is "computed", to exercise the changed-on-disk refusal.
+the edit is "computed", to exercise the changed-on-disk refusal. `truncating` — like `appending`
+but its stats say the program hit the token budget.
 """
 from __future__ import annotations
 
@@ -38,6 +39,18 @@ class TouchingBackend(AppendingBackend):
     def edit(self, text, instruction, line_range, *, path=None):
         Path(path).write_bytes(Path(path).read_bytes() + b"# someone else typed this\n")
         return super().edit(text, instruction, line_range, path=path)
+
+
+class TruncatingBackend(AppendingBackend):
+    """Like `appending`, but reports that the program hit the token budget."""
+
+    def edit(self, text, instruction, line_range, *, path=None):
+        outcome = super().edit(text, instruction, line_range, path=path)
+        return EditOutcome(outcome.text, {"truncated": True})
+
+
+def truncating(args):
+    return TruncatingBackend()
 
 
 def appending(args):

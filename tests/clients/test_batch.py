@@ -215,7 +215,7 @@ def test_real_model_write_keeps_crlf_and_mode_then_resume_skips_without_model(tm
     os.chmod(p, 0o640)
     report = tmp_path / "r.json"
     common = [str(p), "-i", "Fix bugs in add.", "--write", "--root", str(tmp_path), "--strategy", "regen",
-              "--max-new-tokens", "16", "--device", "cpu", "--json", str(report), "-q"]
+              "--max-new-tokens", "16", "--device", "cpu", "--allow-truncated", "--json", str(report), "-q"]
     assert batch.main(common) == 0
     (first,) = json.loads(report.read_text())
     assert first["status"] in ("ok", "unchanged") and first["stats"]["decoded_tokens"] <= 16
@@ -239,7 +239,7 @@ def test_real_server_via_lsp_range_edit_leaves_other_lines_alone(tmp_path):
     report = tmp_path / "r.json"
     code = batch.main([str(p), "-i", "Fix bugs in add.", "--range", "5-6", "--write", "--via-lsp",
                        "--root", str(tmp_path), "--strategy", "regen", "--max-new-tokens", "16",
-                       "--device", "cpu", "--json", str(report), "-q"])
+                       "--device", "cpu", "--allow-truncated", "--json", str(report), "-q"])
     assert code == 0, json.loads(report.read_text())
     (row,) = json.loads(report.read_text())
     assert row["status"] in ("ok", "unchanged") and row["stats"]["decoded_tokens"] <= 16
@@ -255,3 +255,21 @@ def test_diff_output_applies_with_git_apply_even_without_final_newline(tmp_path,
     (tmp_path / "p.diff").write_text(patch)
     subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True, capture_output=True)
     assert p.read_bytes() == b"let a = 1;\nlet b = 2;\n# edited: x"
+
+
+def test_truncated_result_is_shown_but_never_written_unless_allowed(tmp_path, capsys):
+    p = tmp_path / "t.py"
+    p.write_text("a = 1\nb = 2\n")
+    report = tmp_path / "r.json"
+    base = [str(p), "-i", "x", "--root", str(tmp_path), "--engine-factory",
+            "tests.clients.fake_backends:truncating", "--json", str(report), "-q"]
+    assert batch.main(base) == 0                       # --diff: shown, with the reason
+    assert "+# edited: x" in capsys.readouterr().out
+    (row,) = json.loads(report.read_text())
+    assert "max-new-tokens" in row["detail"]
+    assert batch.main([*base, "--write"]) == 3         # refused: nothing written
+    (row,) = json.loads(report.read_text())
+    assert row["status"] == "refused" and "--allow-truncated" in row["detail"]
+    assert p.read_text() == "a = 1\nb = 2\n"
+    assert batch.main([*base, "--write", "--allow-truncated"]) == 0
+    assert "# edited: x" in p.read_text()

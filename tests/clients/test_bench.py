@@ -76,7 +76,8 @@ def test_bench_three_cases_against_real_server_and_model(tmp_path):
     assert len(report["cases"]) == 3
     for case in report["cases"]:
         assert not case["error"], case
-        assert case["applied"], case               # server answered and our copy took the edit
+        # the server answered: our copy took the edit, or it was refused as cut off by the budget
+        assert case["applied"] or "maxNewTokens" in case["message"], case
         assert case["latency_s"] > 0
         assert case["stats"]["decoded_tokens"] <= 8   # the maxNewTokens server setting reached the engine
     row = report["rows"][0]
