@@ -13,7 +13,9 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
+
+from engine.metrics import percentile  # noqa: F401  (re-exported for the benchmarks)
 
 
 def bench_argparser(description: str, *, default_cases: int | None = None) -> argparse.ArgumentParser:
@@ -50,16 +52,6 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[str] | None = None) -
     for row in rows:
         lines.append("| " + " | ".join(_fmt(row.get(c, "")) for c in columns) + " |")
     return "\n".join(lines)
-
-
-def percentile(values: Iterable[float], q: float) -> float:
-    """Nearest-rank-with-interpolation percentile (q in [0, 100]); nan for no values."""
-    data = sorted(values)
-    if not data:
-        return float("nan")
-    pos = (len(data) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return float(data[lo] + (data[hi] - data[lo]) * (pos - lo))
 
 
 def environment() -> dict:

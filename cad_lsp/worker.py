@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from engine.api import EditCancelled, EditEngine, EditRequest, EditResult, Progress
+from engine.api import EditCancelled, EditEngine, EditRequest, Progress
 
 __all__ = ["EditJob", "EngineWorker", "WorkerStoppedError"]
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import platform
 import shlex
 import sys
@@ -24,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from clients.lsp_session import LspSession, LspSessionError
+from engine.metrics import exact_match, percentile
 from clients.progress_bar import ProgressBar
 from clients.testrun import run_tests
 
@@ -46,21 +46,6 @@ class CaseResult:
     message: str = ""          # the command's message (e.g. why nothing was applied)
     stats: dict = field(default_factory=dict)
     test_output_tail: str = ""
-
-
-def exact_match(candidate: str, gold: str) -> bool:
-    """Byte-exact after stripping at most one trailing newline from each (the paper's r(·))."""
-    strip1 = lambda s: s[:-1] if s.endswith("\n") else s  # noqa: E731
-    return strip1(candidate) == strip1(gold)
-
-
-def percentile(values: list[float], q: float) -> float:
-    data = sorted(values)
-    if not data:
-        return float("nan")
-    pos = (len(data) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
 def load_cases(lang: str, n: int | None):

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from engine.decode_types import DecodeProgress
 from engine.errors import ContextOverflowError, EditCancelled, EngineError
 from engine.model import ModelLoadError  # torch-free at import; raised by load() with a fix-it message
 from engine.scope import InvalidRangeError
@@ -54,15 +55,8 @@ class EditRequest:
     mode: str = "clipped"
 
 
-@dataclass
-class Progress:
-    """Counts so far, reported after forwards."""
-
-    decoded: int
-    copied: int
-    forced: int
-    forwards: int
-    ops: int
+# Counts so far (decoded, copied, forced, forwards, ops), reported after forwards.
+Progress = DecodeProgress
 
 
 @dataclass
