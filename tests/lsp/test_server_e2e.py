@@ -58,6 +58,14 @@ def _check_applied(client, uri: str, original: str, reply: dict) -> str:
     return text
 
 
+async def start_long_decode(client, uri: str, token, **kwargs):
+    """Start a long regen edit and return its future once the server reports it is decoding."""
+    future = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Rewrite it.", "strategy": "regen",
+                                               "maxNewTokens": LONG}, token=token, **kwargs)
+    await wait_for(lambda: any(m.startswith("decoding") for m in messages(client, token)), what="decoding")
+    return future
+
+
 async def test_code_action_is_listed(client):
     uri = _uri("actions")
     open_doc(client, uri, DOC)
@@ -120,9 +128,7 @@ async def test_cancel_request_stops_decode(client):
     open_doc(client, uri, DOC)
     token, msg_id = new_token(), "cancel-me"
     before = len(client.docs.applied)
-    future = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Rewrite it.", "strategy": "regen",
-                                               "maxNewTokens": LONG}, token=token, msg_id=msg_id)
-    await wait_for(lambda: any(m.startswith("decoding") for m in messages(client, token)), what="decoding")
+    future = await start_long_decode(client, uri, token, msg_id=msg_id)
     client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
     with pytest.raises(JsonRpcException, match="[Cc]ancel"):
         await asyncio.wait_for(future, 600)
@@ -135,9 +141,7 @@ async def test_progress_cancel_stops_decode(client):
     uri = _uri("pcancel")
     open_doc(client, uri, DOC)
     token = new_token()
-    future = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Rewrite it.", "strategy": "regen",
-                                               "maxNewTokens": LONG}, token=token)
-    await wait_for(lambda: any(m.startswith("decoding") for m in messages(client, token)), what="decoding")
+    future = await start_long_decode(client, uri, token)
     client.protocol.notify(types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token))
     with pytest.raises(JsonRpcException, match="[Cc]ancel"):
         await asyncio.wait_for(future, 600)
@@ -148,9 +152,7 @@ async def test_queued_request_answered_while_decoding(client):
     uri = _uri("queue")
     open_doc(client, uri, DOC)
     first_token, second_token = new_token(), new_token()
-    first = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Rewrite it.", "strategy": "regen",
-                                              "maxNewTokens": LONG}, token=first_token)
-    await wait_for(lambda: any(m.startswith("decoding") for m in messages(client, first_token)), what="decoding")
+    first = await start_long_decode(client, uri, first_token)
     t0 = time.perf_counter()
     second = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Rewrite it."}, token=second_token)
     await wait_for(lambda: "queued (position 2)" in messages(client, second_token), what="queued report")
