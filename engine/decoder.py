@@ -511,7 +511,8 @@ def decode_program(loaded, document: str, instruction: str, *, token_level: bool
                    mode: str = "clipped") -> DecodeResult:
     """Decode (or, with ``forced``, replay) an edit program for ``document`` (see module doc)."""
     t0 = time.perf_counter()
-    prompt = render_prompt(document, instruction, loaded.tokenizer, token_level=token_level)
+    prompt = render_prompt(document, instruction, loaded.tokenizer, token_level=token_level,
+                           profile=getattr(loaded, "prompt_profile", "teach"))
     check_context(len(prompt.ids), prompt.view.n_tokens, int(loaded.context_length))
     dec = _ProgramDecoder(loaded, prompt, token_level=token_level, max_new_tokens=max_new_tokens,
                           monotonic=monotonic, speculative_headers=speculative_headers, ride_along=ride_along,

@@ -373,18 +373,28 @@ class ProgramFSM:
         return self.state == AWAIT_OP and self._pos == 0 and not self._payload
 
 
-def op_token_ids(table: TokenTable, view: DocumentView, op, *, token_level: bool = False) -> list[int]:
-    """Canonical tokens of one op as the FSM spells it (copy tag + splice payload; gen + close)."""
+def op_token_parts(table: TokenTable, view: DocumentView, op) -> list[tuple[str, list[int]]]:
+    """An op's canonical tokens as the FSM spells them, in labelled parts.
+
+    Labels: ``"tag"`` (copy header, ``<gen>``, ``</gen>``, ``</program>``), ``"payload"`` (the ids a
+    copy splices: context only, never chosen by the model) and ``"gen"`` (the escaped gen body).
+    ``op_token_ids`` concatenates them; training targets (``training.render``) use the labels.
+    """
     if isinstance(op, (CopyLines, CopyTokens)):
         opener = table.copy_tokens_open if isinstance(op, CopyTokens) else table.copy_lines_open
-        return [*opener, *table.number_ids(op.start), *table.range_sep, *table.number_ids(op.end),
-                *table.copy_close, *view.payload_ids(op.start, op.end, token_level=isinstance(op, CopyTokens))]
+        tag = [*opener, *table.number_ids(op.start), *table.range_sep, *table.number_ids(op.end), *table.copy_close]
+        return [("tag", tag), ("payload", view.payload_ids(op.start, op.end, token_level=isinstance(op, CopyTokens)))]
     if isinstance(op, Gen):
-        body = table.tokenizer.encode(escape(op.text), add_special_tokens=False)
-        return [*table.gen_open, *body, *table.gen_close]
+        body = list(table.tokenizer.encode(escape(op.text), add_special_tokens=False))
+        return [("tag", list(table.gen_open)), ("gen", body), ("tag", list(table.gen_close))]
     if op == "close":
-        return list(table.program_close)
+        return [("tag", list(table.program_close))]
     raise TypeError(f"not a program op: {op!r}")
+
+
+def op_token_ids(table: TokenTable, view: DocumentView, op, *, token_level: bool = False) -> list[int]:
+    """Canonical tokens of one op as the FSM spells it (copy tag + splice payload; gen + close)."""
+    return [t for _, ids in op_token_parts(table, view, op) for t in ids]
 
 
 def program_token_ids(table: TokenTable, view: DocumentView, program, *, token_level: bool = False) -> list[int]:

@@ -46,6 +46,7 @@ class LoadedModel:
     dtype: Any  # torch.dtype
     spec: str
     context_length: int
+    prompt_profile: str = "teach"   # engine.prompt profile the weights expect (engine.adapters)
 
 
 # --------------------------------------------------------------------------- spec resolution
@@ -282,9 +283,13 @@ def choose_device(device: str = "auto"):
 
 @functools.lru_cache(maxsize=4)
 def load_tokenizer(spec: str = "default"):
-    """Load the tokenizer for a model spec ("default", an HF dir, or a .gguf path), via the cache."""
+    """Load the tokenizer for a model spec ("default", an HF dir, a .gguf path, or an adapter dir), via the cache."""
     from transformers import AutoTokenizer
 
+    from engine.adapters import choose, is_adapter_dir
+
+    if spec != "default" and is_adapter_dir(Path(spec).expanduser()):
+        return load_tokenizer(choose(spec).base)
     source = _resolve(spec)
     if source.kind == "hf":
         path = source.path
@@ -297,15 +302,24 @@ def load_tokenizer(spec: str = "default"):
         raise _wrap_load_error("tokenizer", path, exc) from exc
 
 
-def load_model(spec: str = "default", device: str = "auto", *, progress: Progress | None = None) -> LoadedModel:
+def load_model(spec: str = "default", device: str = "auto", *, progress: Progress | None = None,
+               adapter: str | Path | None = "auto") -> LoadedModel:
     """Load a model for decoding (eval mode, SDPA attention) on the chosen device.
 
-    `progress(message)` receives status lines (first-start dequantization); default: stderr.
+    `adapter`: "auto" (the shipped fine-tuned adapter for the default base), "none", or an adapter
+    directory (see engine.adapters); the adapter is merged into the weights and its prompt profile
+    recorded on the result. `progress(message)` receives status lines; default: stderr.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source = _resolve(spec)
+    from engine.adapters import AdapterError, apply_adapter, choose
+
+    try:
+        choice = choose(spec, adapter)
+    except AdapterError as exc:
+        raise ModelLoadError(str(exc)) from exc
+    source = _resolve(choice.base)
     dev, dtype = choose_device(device)
     hf_dir = _hf_dir_for(source, progress)
     try:
@@ -315,6 +329,11 @@ def load_model(spec: str = "default", device: str = "auto", *, progress: Progres
         tokenizer = AutoTokenizer.from_pretrained(str(hf_dir))
     except Exception as exc:
         raise _wrap_load_error("model", hf_dir, exc) from exc
+    if choice.adapter is not None:
+        try:
+            model = apply_adapter(model, choice.adapter)
+        except AdapterError as exc:
+            raise ModelLoadError(str(exc)) from exc
     model.to(dev)
     model.eval()
     return LoadedModel(
@@ -322,8 +341,9 @@ def load_model(spec: str = "default", device: str = "auto", *, progress: Progres
         tokenizer=tokenizer,
         device=dev,
         dtype=dtype,
-        spec=spec,
+        spec=spec if choice.adapter is None else choice.label,
         context_length=int(getattr(model.config, "max_position_embeddings", 2048) or 2048),
+        prompt_profile=choice.profile,
     )
 
 

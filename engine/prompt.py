@@ -2,9 +2,12 @@
 
 Owns:
 
-* ``render_prompt(document, instruction, tokenizer, *, token_level=False)``: chat template
-  (``tokenizer.apply_chat_template``; a plain fallback for tokenizers without one) with a system
-  prompt that teaches the grammar by a short example, the document shown with line numbers
+* ``render_prompt(document, instruction, tokenizer, *, token_level=False, profile="teach")``: chat
+  template (``tokenizer.apply_chat_template``; a plain fallback for tokenizers without one) with a
+  system prompt chosen by the *prompt profile* (``PROMPT_PROFILES``): ``"teach"`` explains the
+  grammar with a worked example (for models never trained on it), ``"short"`` states it in a few
+  lines (for weights fine-tuned on this project's programs; the profile is recorded with the
+  weights, see ``engine.model``), the document shown with line numbers
   (``"7| text"``) or, for token copies, with each line prefixed by a token index (below), the
   instruction, and the assistant turn opened with ``<program>`` (``PROGRAM_OPEN``).
 * ``render_regen_prompt(document, instruction, tokenizer)``: the full-regeneration prompt (no
@@ -65,6 +68,21 @@ The program starts with <program> and ends with </program>. It has two kinds of 
 <copy tokens="a-b"/> copies tokens a to b (inclusive) of the document unchanged; the copied text then appears after the tag.
 <gen>new text</gen> writes text that is not in the document, exactly as written (include line breaks yourself).
 Copy everything that stays the same and generate only what changes."""
+
+_SHORT_LINES_SYSTEM = (
+    "Edit the numbered document by writing an edit program. "
+    '<copy lines="i-j"/> keeps lines i to j unchanged; <gen>\nnew lines\n</gen> writes new lines. '
+    "Copy every unchanged line, generate only the lines that change, and end with </program>."
+)
+
+_SHORT_TOKENS_SYSTEM = (
+    "Edit the document by writing an edit program. Each shown line starts with [k], the index of "
+    'its first token. <copy tokens="a-b"/> keeps tokens a to b unchanged; <gen>text</gen> writes new '
+    "text exactly as given. Copy everything unchanged and end with </program>."
+)
+
+PROMPT_PROFILES = ("teach", "short")
+DEFAULT_PROFILE = "teach"
 
 _EXAMPLE_DOC = 'def add(a, b):\n    """Return the sum of a and b."""\n    return a - b\n'
 _EXAMPLE_INSTRUCTION = "Fix bugs in add."
@@ -216,8 +234,17 @@ def _default_tokenizer(tokenizer):
     return load_tokenizer("default")
 
 
-def system_prompt(token_level: bool = False) -> str:
-    """The system prompt that teaches the grammar (with a worked example for line copies)."""
+def check_profile(profile: str) -> str:
+    """Return ``profile`` if it is a known prompt profile, else raise ValueError naming the choices."""
+    if profile not in PROMPT_PROFILES:
+        raise ValueError(f"unknown prompt profile {profile!r}; choose one of {', '.join(PROMPT_PROFILES)}")
+    return profile
+
+
+def system_prompt(token_level: bool = False, profile: str = DEFAULT_PROFILE) -> str:
+    """The system prompt of a profile: ``teach`` has a worked example (line copies), ``short`` does not."""
+    if check_profile(profile) == "short":
+        return _SHORT_TOKENS_SYSTEM if token_level else _SHORT_LINES_SYSTEM
     if token_level:
         return _TOKENS_SYSTEM
     return _LINES_SYSTEM.format(
@@ -227,7 +254,8 @@ def system_prompt(token_level: bool = False) -> str:
     )
 
 
-def render_prompt(document: str, instruction: str, tokenizer=None, *, token_level: bool = False) -> RenderedPrompt:
+def render_prompt(document: str, instruction: str, tokenizer=None, *, token_level: bool = False,
+                  profile: str = DEFAULT_PROFILE) -> RenderedPrompt:
     """Render the Copy-as-Decode context; the assistant turn ends with ``<program>``."""
     tokenizer = _default_tokenizer(tokenizer)
     view = DocumentView(document, tokenizer)
@@ -236,7 +264,7 @@ def render_prompt(document: str, instruction: str, tokenizer=None, *, token_leve
         user = f"Document ({view.n_tokens} tokens):\n{shown}\n\nInstruction: {instruction}"
     else:
         user = f"Document:\n{number_lines(document)}\n\nInstruction: {instruction}"
-    text = _chat(tokenizer, system_prompt(token_level), user, PROGRAM_OPEN)
+    text = _chat(tokenizer, system_prompt(token_level, profile), user, PROGRAM_OPEN)
     return RenderedPrompt(text=text, ids=_encode(tokenizer, text), view=view, token_level=token_level)
 
 

@@ -1,0 +1,91 @@
+"""``cad-train``: build the training data, fine-tune, export the adapter.
+
+    cad-train data --out data/cad-train [--per-lang 800] [--seed 0]
+    cad-train fit  --data data/cad-train --out runs/lora-r16 [--rank 16] [--epochs 1] [--threads 1]
+    cad-train ship --adapter runs/lora-r16/adapter     # copy into engine/weights (what "default" loads)
+
+``fit`` resumes from ``--out``'s checkpoint when one exists (run the same command again after a
+kill). Training never runs in CI: CI uses the committed adapter.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import sys
+from pathlib import Path
+
+
+def _data(args) -> int:
+    from training.dataset import build
+
+    per_lang = {"*": args.per_lang}
+    manifest = build(Path(args.out), per_lang=per_lang, seed=args.seed, max_tokens=args.max_tokens,
+                     progress=lambda m: print(f"[cad-train data] {m}", file=sys.stderr, flush=True))
+    print(json.dumps({k: v["cases"] for k, v in manifest["splits"].items()}))
+    return 0
+
+
+def _fit(args) -> int:
+    from training.fit import FitConfig
+    from training.loop import fit
+
+    fields = {f.name for f in dataclasses.fields(FitConfig)}
+    config = FitConfig(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
+    path = fit(config, log=lambda m: print(f"[cad-train] {m}", file=sys.stderr, flush=True))
+    print(str(path))
+    return 0
+
+
+def _ship(args) -> int:
+    from engine.adapters import SHIPPED_ADAPTER, is_adapter_dir
+
+    src = Path(args.adapter)
+    if not is_adapter_dir(src):
+        print(f"cad-train ship: {src} is not an adapter directory (run `cad-train fit` first)", file=sys.stderr)
+        return 2
+    tmp = SHIPPED_ADAPTER.with_name(SHIPPED_ADAPTER.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp)
+    shutil.rmtree(SHIPPED_ADAPTER, ignore_errors=True)
+    tmp.rename(SHIPPED_ADAPTER)
+    print(f"shipped {src} -> {SHIPPED_ADAPTER}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cad-train", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("data", help="build train/val/test JSONL + manifest from local source trees")
+    d.add_argument("--out", required=True)
+    d.add_argument("--per-lang", type=int, default=800, help="synthetic train cases per language")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--max-tokens", type=int, default=8000, help="drop cases whose context+target is longer")
+    d.set_defaults(func=_data)
+    f = sub.add_parser("fit", help="fine-tune a LoRA adapter (resumes from --out)")
+    f.add_argument("--data", required=True)
+    f.add_argument("--out", required=True)
+    f.add_argument("--base", default=None, help="base model spec (default: the shipped GGUF)")
+    f.add_argument("--profile", default=None, choices=["short", "teach"])
+    for name, typ in (("rank", int), ("alpha", int), ("lr", float), ("epochs", float), ("accum", int),
+                      ("warmup", int), ("threads", int), ("seed", int), ("max_cases", int), ("val_cases", int),
+                      ("val_every", int), ("checkpoint_minutes", float), ("max_updates", int)):
+        f.add_argument("--" + name.replace("_", "-"), dest=name, type=typ, default=None)
+    f.add_argument("--gradient", choices=["program", "full"], default=None)
+    f.add_argument("--full-finetune", dest="full_finetune", action="store_true", default=None)
+    f.add_argument("--device", default=None)
+    f.set_defaults(func=_fit)
+    s = sub.add_parser("ship", help="install an exported adapter as the default model's adapter")
+    s.add_argument("--adapter", required=True)
+    s.set_defaults(func=_ship)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

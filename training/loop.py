@@ -1,0 +1,192 @@
+"""The training loop: ``fit(config)`` — resumable checkpoints, metrics, progress, adapter export.
+
+Layout of ``config.out``::
+
+    checkpoint/          state.json (position, update, RNG, config), trainable.safetensors, optimizer.pt
+    metrics.jsonl        one JSON line per update ({"update", "loss", "tokens", "seconds", "lr"}) and per
+                         validation pass ({"update", "val_loss"})
+    adapter/             the exported adapter (peft format) + cad_profile.json — a model spec
+
+A checkpoint is written to ``checkpoint.tmp`` and renamed into place, so a run killed at any moment
+leaves either the previous checkpoint or the new one. Starting ``fit`` again with the same ``out``
+resumes from it: same order of cases, same optimizer state, same RNG.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from engine.adapters import PROFILE_FILE
+from training.fit import (FitConfig, build_trainable, case_loss, causal_lm_of, load_trainable_state, lr_factor,
+                          plan, trainable_state)
+
+
+
+def _render_all(path: Path, tokenizer, profile: str, limit: int = 0) -> list:
+    from training.dataset import load_cases
+    from training.render import render_case
+
+    cases = load_cases(path)
+    if limit:
+        cases = cases[:limit]
+    return [render_case(c, tokenizer, profile) for c in cases]
+
+
+def _save_checkpoint(out: Path, trainable, optimizer, state: dict) -> None:
+    from safetensors.torch import save_file
+
+    tmp, final = out / "checkpoint.tmp", out / "checkpoint"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file(trainable_state(trainable), str(tmp / "trainable.safetensors"))
+    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    (tmp / "state.json").write_text(json.dumps(state, indent=2))
+    old = out / "checkpoint.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.rename(final, old)
+    os.rename(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _load_checkpoint(out: Path, trainable, optimizer) -> dict | None:
+    from safetensors.torch import load_file
+
+    final = out / "checkpoint"
+    if not (final / "state.json").is_file():
+        old = out / "checkpoint.old"  # killed between the two renames
+        if (old / "state.json").is_file():
+            os.rename(old, final)
+        else:
+            return None
+    load_trainable_state(trainable, load_file(str(final / "trainable.safetensors")))
+    optimizer.load_state_dict(torch.load(final / "optimizer.pt", weights_only=True))
+    return json.loads((final / "state.json").read_text())
+
+
+def export_adapter(trainable, out_dir: Path, config: FitConfig, summary: dict) -> Path:
+    """Write the adapter (peft ``save_pretrained``) and its prompt profile; returns the directory."""
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    if config.full_finetune:
+        trainable.save_pretrained(str(tmp), safe_serialization=True)
+    else:
+        trainable.save_pretrained(str(tmp))
+    profile = {"prompt_profile": config.profile, "base": config.base, "training": summary,
+               "config": asdict(config)}
+    (tmp / PROFILE_FILE).write_text(json.dumps(profile, indent=2) + "\n")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.rename(tmp, out_dir)
+    return out_dir
+
+
+def _val_loss(lm, cases, gradient: str) -> float:
+    total, n = 0.0, 0
+    with torch.no_grad():
+        for rc in cases:
+            loss, k = case_loss(lm, rc.ids, rc.loss_mask, "full")
+            total += float(loss) * k
+            n += k
+    return total / max(1, n)
+
+
+def fit(config: FitConfig, *, log=print) -> Path:
+    """Train (or resume) and export the adapter; returns the adapter directory."""
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    loaded, trainable = build_trainable(config)
+    lm = causal_lm_of(trainable)
+    data = Path(config.data)
+    train = _render_all(data / "train.jsonl", loaded.tokenizer, config.profile, config.max_cases)
+    val = _render_all(data / "val.jsonl", loaded.tokenizer, config.profile, config.val_cases) \
+        if (data / "val.jsonl").is_file() and config.val_cases else []
+    order = plan(len(train), config, config.seed)
+    total_updates = max(1, len(order) // config.accum)
+    if config.max_updates:
+        total_updates = min(total_updates, config.max_updates)
+    params = [p for p in trainable.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
+    state = _load_checkpoint(out, trainable, optimizer) or {"update": 0, "position": 0, "seconds": 0.0}
+    if state["update"]:
+        log(f"resuming from update {state['update']}/{total_updates} (case {state['position']})")
+    metrics = open(out / "metrics.jsonl", "a", encoding="utf-8")
+    last_ckpt = time.monotonic()
+    bar = _progress(total_updates, state["update"])
+    try:
+        while state["update"] < total_updates:
+            t0 = time.perf_counter()
+            lr = config.lr * lr_factor(state["update"], total_updates, config.warmup)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            batch = order[state["position"]:state["position"] + config.accum]
+            loss_sum, tokens = 0.0, 0
+            for idx in batch:
+                rc = train[idx]
+                loss, k = case_loss(lm, rc.ids, rc.loss_mask, config.gradient)
+                (loss / len(batch)).backward()
+                loss_sum += float(loss)
+                tokens += len(rc.ids)
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            state["update"] += 1
+            state["position"] += len(batch)
+            dt = time.perf_counter() - t0
+            state["seconds"] += dt
+            row = {"update": state["update"], "loss": round(loss_sum / len(batch), 5), "tokens": tokens,
+                   "seconds": round(dt, 3), "lr": lr}
+            metrics.write(json.dumps(row) + "\n")
+            metrics.flush()
+            bar.update(1, row)
+            if val and (state["update"] % config.val_every == 0 or state["update"] == total_updates):
+                v = _val_loss(lm, val, config.gradient)
+                metrics.write(json.dumps({"update": state["update"], "val_loss": round(v, 5)}) + "\n")
+                metrics.flush()
+                log(f"update {state['update']}: val_loss {v:.4f}")
+            if time.monotonic() - last_ckpt > config.checkpoint_minutes * 60 or state["update"] == total_updates:
+                _save_checkpoint(out, trainable, optimizer, {**state, "config": asdict(config)})
+                last_ckpt = time.monotonic()
+    finally:
+        metrics.close()
+        bar.close()
+    summary = {"updates": state["update"], "cases_seen": state["position"], "train_cases": len(train),
+               "train_seconds": round(state["seconds"], 1)}
+    return export_adapter(trainable, out / "adapter", config, summary)
+
+
+class _progress:
+    """A tqdm bar on a terminal; a plain line every 10 updates otherwise (logs stay readable)."""
+
+    def __init__(self, total: int, initial: int):
+        self.total, self.n = total, initial
+        self.tty = sys.stderr.isatty()
+        self.t0 = time.monotonic()
+        self.start = initial
+        if self.tty:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, unit="upd", dynamic_ncols=True)
+
+    def update(self, k: int, row: dict) -> None:
+        self.n += k
+        if self.tty:
+            self.bar.set_postfix(loss=row["loss"], s=row["seconds"])
+            self.bar.update(k)
+        elif self.n % 10 == 0 or self.n == self.total:
+            rate = (time.monotonic() - self.t0) / max(1, self.n - self.start)
+            eta = rate * (self.total - self.n) / 60
+            print(f"[cad-train] update {self.n}/{self.total} loss {row['loss']:.4f} "
+                  f"{rate:.1f} s/update, ETA {eta:.0f} min", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.tty:
+            self.bar.close()
