@@ -23,7 +23,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", default="default", help="model spec: 'default', a .gguf path or an HF directory")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
     p.add_argument("--strategy", default="cad", choices=STRATEGIES)
-    p.add_argument("--max-new-tokens", type=int, default=512)
+    p.add_argument("--max-new-tokens", type=int, default=None, help="decode budget per edit (default: auto)")
     p.add_argument("--resolver-mode", default="clipped", choices=RESOLVER_MODES)
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p.parse_args(argv)

@@ -152,7 +152,7 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             _log_stats(ls, command, args.uri, stats, "previewed")
             return reply
         if result.stats.truncated and not ls.settings.apply_truncated:
-            message = (f"not applied: the model hit the token budget (maxNewTokens={request.max_new_tokens}) "
+            message = (f"not applied: the model hit the token budget (maxNewTokens={result.stats.budget}) "
                        "before finishing its edit program, so the rest of the document would be lost. "
                        "Raise cad.maxNewTokens, select a smaller range, or set cad.applyTruncated=true; "
                        f"{PREVIEW_EDIT} shows the partial result.")

@@ -44,7 +44,7 @@ class Settings:
     model: str = "default"
     device: str = "auto"
     strategy: str = "cad"
-    max_new_tokens: int = 512
+    max_new_tokens: int | None = None      # None: auto (the document's tokens + a margin)
     resolver_mode: str = "clipped"
     apply_truncated: bool = False
 
@@ -73,8 +73,10 @@ class Settings:
 def _validate(field: str, value: Any, key: str, source: str) -> Any:
     where = f"{source}: {SECTION}.{key}={value!r}"
     if field == "max_new_tokens":
+        if value == "auto":
+            return None
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise SettingsError(f"{where} must be a positive integer (decode budget per edit)")
+            raise SettingsError(f"{where} must be a positive integer or \"auto\" (decode budget per edit)")
         return value
     if field == "apply_truncated":
         if not isinstance(value, bool):

@@ -39,8 +39,9 @@ exit codes:
   {EXIT_FAILED}    at least one edit failed (engine/server error, bad range)
   {EXIT_USAGE}    bad command line or unreadable/malformed jobs file
   {EXIT_REFUSED}    no failures, but at least one job was refused (outside --root, not a file,
-       not UTF-8, the file changed on disk while its edit was computed, or with --write the
-       program hit --max-new-tokens and --allow-truncated was not given)
+       not UTF-8, the file changed on disk while its edit was computed), or at least one
+       edit is "truncated": its program hit the token budget, so the result is incomplete
+       (with --write it is not written unless --allow-truncated is given)
   {EXIT_START}    the model or the LSP server could not be started
   {EXIT_SIGINT}  interrupted by Ctrl-C ({EXIT_SIGTERM} for SIGTERM); finished files are complete,
        the rest untouched; rerun the same command to resume
@@ -59,7 +60,7 @@ class Interrupted(BaseException):
 @dataclass
 class JobReport:
     job: Job
-    status: str = "pending"    # ok | unchanged | skipped | refused | failed | not-run
+    status: str = "pending"    # ok | unchanged | skipped | truncated | refused | failed | not-run
     detail: str = ""
     seconds: float = 0.0
     stats: dict = field(default_factory=dict)
@@ -84,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--journal", type=Path, help=f"journal path (default: {JOURNAL_NAME} beside --jobs, else in --root)")
     p.add_argument("--strategy", default="cad", help="engine strategy: cad, cad-tokens, regen, spec-edit (default: cad)")
     p.add_argument("--model", default="default", help="model spec: default, an HF dir, or a .gguf path")
-    p.add_argument("--max-new-tokens", type=int, default=512, help="generation budget per edit (default: 512)")
+    p.add_argument("--max-new-tokens", type=_budget, default=None, metavar="N|auto",
+                   help="decode budget per edit (default: auto = the edited text's tokens + a margin)")
     p.add_argument("--device", default="auto", help="in-process engine device: auto, cpu, cuda (default: auto)")
     p.add_argument("--via-lsp", action="store_true", help="edit through the LSP server (spawns `python -m cad_lsp`)")
     p.add_argument("--server-cmd", help="server command line for --via-lsp (default: this python -m cad_lsp)")
@@ -93,6 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", dest="json_path", type=Path, help="also write the per-job report as JSON here")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     return p
+
+
+def _budget(text: str) -> int | None:
+    if text == "auto":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', got {text!r}")
+    return value
 
 
 def _parse_range(text: str | None, parser: argparse.ArgumentParser) -> tuple[int, int] | None:
@@ -168,10 +182,11 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
     label = _relative(path, root)
     truncated = bool((outcome.stats or {}).get("truncated"))
     if truncated:
-        report.detail = (f"the model hit --max-new-tokens={args.max_new_tokens} before finishing its edit "
+        budget = (outcome.stats or {}).get("budget") or args.max_new_tokens
+        report.detail = (f"the model hit its token budget{f' ({budget})' if budget else ''} before finishing its edit "
                          "program; the result is incomplete")
     if truncated and args.write and not args.allow_truncated:
-        report.status = "refused"
+        report.status = "truncated"
         report.detail += (": nothing written, because the rest of the file would be lost. Raise "
                           "--max-new-tokens, edit a smaller --range, or pass --allow-truncated")
         return
@@ -180,7 +195,7 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
         if diff:
             sys.stdout.write(diff)
             sys.stdout.flush()
-        report.status = "ok" if new_data != data else "unchanged"
+        report.status = "truncated" if truncated else "ok" if new_data != data else "unchanged"
         return
     # Journal first, then rename: a kill between the two leaves the old file with an entry whose
     # "after" hash is not on disk, so the rerun redoes the job; a kill after the rename leaves the
@@ -193,7 +208,7 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
         except ChangedOnDiskError as exc:
             report.status, report.detail = "refused", str(exc)
             return
-    report.status = "ok" if new_data != data else "unchanged"
+    report.status = "truncated" if truncated else "ok" if new_data != data else "unchanged"
 
 
 def _summary(reports: list[JobReport], root: Path) -> str:
@@ -220,8 +235,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = (args.root or Path.cwd()).resolve()
     args.root = root
-    if args.max_new_tokens < 1:
-        parser.error("--max-new-tokens must be >= 1")
 
     jobs: list[Job] = []
     if args.jobs:
@@ -285,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
                 report.status, report.detail = "failed", f"{job.path}: {exc}"
             finally:
                 report.seconds = time.monotonic() - start
-            if report.status in ("failed", "refused"):  # always shown, even with -q
+            if report.status in ("failed", "refused", "truncated"):  # always shown, even with -q
                 note = f"cad-apply: {report.status}: {report.detail}"
                 progress.message(note) if progress.enabled else print(note, file=sys.stderr)
             progress.advance(f"{report.status} {_relative(job.path, root)}")
@@ -318,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     statuses = {r.status for r in reports}
     if "failed" in statuses:
         return EXIT_FAILED
-    if "refused" in statuses:
+    if statuses & {"refused", "truncated"}:
         return EXIT_REFUSED
     return EXIT_OK
 

@@ -41,7 +41,7 @@ class InProcessBackend:
     """engine.api.EditEngine in this process (model loaded on first use)."""
 
     def __init__(self, *, model: str = "default", strategy: str = "cad",
-                 max_new_tokens: int = 512, device: str = "auto",
+                 max_new_tokens: int | None = None, device: str = "auto",
                  on_status: Callable[[str], None] | None = None):
         try:
             from engine import api
@@ -74,7 +74,7 @@ class InProcessBackend:
                                f"{type(exc).__name__}: {exc} (please report)") from exc
         stats = result.stats
         stats_dict = {k: getattr(stats, k) for k in ("decoded_tokens", "copied_tokens", "forced_tokens",
-                                                     "forwards", "ops", "wall_ms", "truncated")
+                                                     "forwards", "ops", "wall_ms", "truncated", "budget")
                       if hasattr(stats, k)}
         return EditOutcome(result.text, stats_dict, list(result.warnings))
 

@@ -13,6 +13,9 @@ prompt they expect.
 * ``"none"``: the base alone (prompt profile ``teach``, the grammar explained by example);
 * a path: that adapter directory on the given base.
 
+One string can name both, ``"<base>+<adapter>"`` (``split_spec``): the ``model`` setting of every
+front end takes it, e.g. ``"default+none"`` for the untrained model.
+
 The adapter's LoRA weights are merged into the base weights after loading (peft
 ``merge_and_unload``), so decoding costs exactly what the base costs.
 """
@@ -65,8 +68,20 @@ def shipped_adapter() -> Path | None:
     return SHIPPED_ADAPTER if is_adapter_dir(SHIPPED_ADAPTER) else None
 
 
+def split_spec(spec: str) -> tuple[str, str]:
+    """``"base+adapter"`` -> (base, adapter): one string names both (``"default+none"`` is the
+    untrained base; ``"~/hf-model+~/runs/x/adapter"`` another pair). A spec without ``+`` (or an
+    existing path that happens to contain one) is a base with adapter ``"auto"``."""
+    if "+" not in spec or Path(spec).expanduser().exists():
+        return spec, "auto"
+    base, adapter = spec.rsplit("+", 1)
+    return base or "default", adapter or "auto"
+
+
 def choose(spec: str, adapter: str | Path | None = "auto") -> ModelChoice:
     """Resolve a (model spec, adapter choice) pair; raises AdapterError with the fix."""
+    if adapter == "auto":
+        spec, adapter = split_spec(spec)
     spec_path = Path(spec).expanduser() if spec != "default" else None
     if spec_path is not None and is_adapter_dir(spec_path):
         if adapter not in ("auto", None):

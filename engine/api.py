@@ -51,7 +51,7 @@ class EditRequest:
     instruction: str
     strategy: str = "cad"
     line_range: tuple[int, int] | None = None   # 1-based inclusive; only these lines are edited
-    max_new_tokens: int = 512
+    max_new_tokens: int | None = None         # None: auto (the edited text's tokens + a margin)
     mode: str = "clipped"
 
 
@@ -73,6 +73,7 @@ class EditStats:
     per_op: list[dict] = field(default_factory=list)
     truncated: bool = False
     speedup_estimate: float = 1.0
+    budget: int = 0            # the max_new_tokens this edit ran with (auto budgets resolved)
 
 
 @dataclass
@@ -97,8 +98,9 @@ def validate(request: EditRequest) -> tuple[int, int] | None:
         )
     if request.mode not in MODES:
         raise InvalidRequestError(f"unknown resolve mode {request.mode!r}; choose 'strict' or 'clipped'")
-    if not isinstance(request.max_new_tokens, int) or request.max_new_tokens < 1:
-        raise InvalidRequestError(f"max_new_tokens must be a positive int, got {request.max_new_tokens!r}")
+    budget = request.max_new_tokens
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise InvalidRequestError(f"max_new_tokens must be a positive int or None (auto), got {budget!r}")
     if request.line_range is None:
         return None
     from engine.scope import check_range

@@ -56,6 +56,7 @@ class DecodeStats:
     draft_accepted: int = 0
     wall_ms: float = 0.0
     truncated: bool = False
+    repeating: bool = False     # truncated because a gen kept repeating itself
     per_op: list[dict] = field(default_factory=list)
 
     @property

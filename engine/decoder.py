@@ -52,6 +52,7 @@ from engine.gen_end import decode, find_gen_end
 from engine.headers import GEN_OPEN_GUESS, guess_next_ops
 from engine.kv import DecodeCancelled, KVRunner
 from engine.prompt import render_prompt
+from engine.repetition import repeating_unit
 from engine.resolver import resolve
 
 ANSWER_RESERVE = 16  # tokens kept free beyond a full copy of the document when checking the prompt
@@ -116,6 +117,7 @@ class _ProgramDecoder:
                                              f"document: {exc}") from exc
             starts.append(len(target))
             target.extend(self.table.program_close)
+        self.forced = forced
         self.chooser = _Chooser(target, starts)
         self.out: list[int] = []
         self.pending: list[int] = list(self.prompt_ids)
@@ -357,6 +359,11 @@ class _ProgramDecoder:
             pos0 = len(self.out)
             new = self._gen_round(draft)
             if self._detect(start, pos0, new):
+                return
+            if self.forced is None and repeating_unit(self.out[start:]) is not None:
+                self._op().kind = "Gen"
+                self.fsm.truncate(decode(self.tok, self.out[start:]))
+                self.stats.truncated = self.stats.repeating = True
                 return
 
     def _detect(self, start: int, pos0: int, new: list[int]) -> bool:

@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", choices=STRATEGIES, default="cad")
     p.add_argument("--file", type=Path, default=DEFAULT_FILE, help="document to edit (default: %(default)s)")
     p.add_argument("--instruction", help="edit instruction (default: the file's .instruction.txt)")
-    p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument("--max-new-tokens", type=int, default=None, help="decode budget (default: auto)")
     p.add_argument("--lines", type=_parse_lines, help="edit only lines A-B (1-based, inclusive)")
     p.add_argument("--device", default="auto")
     p.add_argument("--model", default="default", help="model spec: default, an HF dir or a .gguf path")

@@ -9,6 +9,8 @@ Range-scoped requests edit the slice only and are re-based with engine.scope.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from engine.eol import adapt_program, adapt_text, uses_crlf
 from engine.errors import ContextOverflowError, EditCancelled, EngineError
 from engine.grammar import CopyTokens
@@ -89,7 +91,12 @@ def _run_cad(loaded, document, request, *, cancel, progress, gen_proposer: str =
                        progress=on_forward if progress is not None else None,
                        mode=request.mode, gen_strategy=gen_strategy)
     warnings = list(d.warnings)
-    if d.stats.truncated:
+    if d.stats.repeating:
+        warnings.append(
+            f"{request.strategy}: a gen kept repeating itself, so decoding stopped early; the result "
+            f"is incomplete and is not applied. Rephrase the instruction or edit a smaller line range."
+        )
+    elif d.stats.truncated:
         warnings.append(
             f"{request.strategy}: the program hit max_new_tokens={request.max_new_tokens} and was closed "
             f"early; the result may be incomplete. Raise max_new_tokens or edit a smaller line range."
@@ -111,6 +118,19 @@ def _run_cad(loaded, document, request, *, cancel, progress, gen_proposer: str =
     return program, text, counts, warnings
 
 
+AUTO_BUDGET_MARGIN = 256
+
+
+def auto_budget(tokenizer, text: str) -> int:
+    """The default decode budget: enough to regenerate ``text`` whole, plus a margin for the edit.
+
+    A program that copies is far shorter than this; regeneration needs all of it. A program that
+    reaches the budget is reported truncated and not applied, so the budget bounds the time a
+    runaway decode can take without cutting off a reasonable edit of a long document.
+    """
+    return len(tokenizer.encode(text, add_special_tokens=False)) + AUTO_BUDGET_MARGIN
+
+
 def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32,
              probe: int | None = None, gen_proposer: str = "none"):
     """Edit `request.document` (or lines `line_range` of it) and return an EditResult."""
@@ -118,6 +138,8 @@ def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window:
 
     document = request.document
     sub = document if line_range is None else slice_lines(document, *line_range)
+    if request.max_new_tokens is None:
+        request = replace(request, max_new_tokens=auto_budget(loaded.tokenizer, sub))
     try:
         if request.strategy in ("regen", "spec-edit"):
             program, sub_text, counts, warnings = _run_regen(loaded, sub, request, cancel=cancel,
@@ -152,5 +174,6 @@ def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window:
         forced_tokens=counts["forced"], forwards=counts["forwards"], ops=len(program),
         prompt_tokens=counts["prompt_tokens"], wall_ms=0.0, per_op=counts["per_op"],
         truncated=bool(counts["truncated"]), speedup_estimate=output_tokens / forwards,
+        budget=request.max_new_tokens,
     )
     return EditResult(program=tuple(program), text=text, stats=stats, warnings=warnings)

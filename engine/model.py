@@ -286,10 +286,11 @@ def load_tokenizer(spec: str = "default"):
     """Load the tokenizer for a model spec ("default", an HF dir, a .gguf path, or an adapter dir), via the cache."""
     from transformers import AutoTokenizer
 
-    from engine.adapters import choose, is_adapter_dir
+    from engine.adapters import choose
 
-    if spec != "default" and is_adapter_dir(Path(spec).expanduser()):
-        return load_tokenizer(choose(spec).base)
+    base = choose(spec).base
+    if base != spec:  # an adapter directory or "base+adapter": the base's tokenizer
+        return load_tokenizer(base)
     source = _resolve(spec)
     if source.kind == "hf":
         path = source.path

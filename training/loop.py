@@ -133,7 +133,7 @@ def fit(config: FitConfig, *, log=print) -> Path:
                 rc = train[idx]
                 loss, k = case_loss(lm, rc.ids, rc.loss_mask, config.gradient)
                 (loss / len(batch)).backward()
-                loss_sum += float(loss)
+                loss_sum += float(loss.detach())
                 tokens += len(rc.ids)
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()

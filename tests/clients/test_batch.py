@@ -263,13 +263,15 @@ def test_truncated_result_is_shown_but_never_written_unless_allowed(tmp_path, ca
     report = tmp_path / "r.json"
     base = [str(p), "-i", "x", "--root", str(tmp_path), "--engine-factory",
             "tests.clients.fake_backends:truncating", "--json", str(report), "-q"]
-    assert batch.main(base) == 0                       # --diff: shown, with the reason
+    assert batch.main(base) == 3                       # --diff: shown, with the reason, never "ok"
     assert "+# edited: x" in capsys.readouterr().out
     (row,) = json.loads(report.read_text())
-    assert "max-new-tokens" in row["detail"]
+    assert row["status"] == "truncated" and "token budget" in row["detail"]
     assert batch.main([*base, "--write"]) == 3         # refused: nothing written
     (row,) = json.loads(report.read_text())
-    assert row["status"] == "refused" and "--allow-truncated" in row["detail"]
+    assert row["status"] == "truncated" and "--allow-truncated" in row["detail"]
     assert p.read_text() == "a = 1\nb = 2\n"
-    assert batch.main([*base, "--write", "--allow-truncated"]) == 0
+    assert batch.main([*base, "--write", "--allow-truncated"]) == 3   # written, still reported incomplete
     assert "# edited: x" in p.read_text()
+    (row,) = json.loads(report.read_text())
+    assert row["status"] == "truncated"

@@ -293,3 +293,15 @@ def test_real_model_forced_oracle_reproduces_gold(real_model):
         program = line_program(pair.document, pair.gold)
         res = _run(real_model, pair.document, pair.instruction, forced=program)
         assert res.program == program and res.text == pair.gold
+
+
+def test_a_gen_that_loops_is_stopped_long_before_the_budget(tiny_model, scripted):
+    tok = tiny_model.tokenizer
+    table = token_table(tok)
+    line = tok.encode("    total = total + 1\n", add_special_tokens=False)
+    wanted = [*table.gen_open, *tok.encode("\n", add_special_tokens=False), *line * 200]
+    doc = "a\nb"
+    res = _run(scripted(tiny_model, _script_for(tiny_model, doc, wanted)), doc, max_new_tokens=2000)
+    assert res.stats.truncated and res.stats.repeating
+    assert res.stats.decoded_tokens < 300           # stopped after a few repeats, not at 2000
+    assert res.program[0].text.count("total = total + 1") >= 8

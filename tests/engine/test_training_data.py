@@ -1,0 +1,82 @@
+"""The training targets are the decoder's own tokens; the data build never leaks evaluation data."""
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from training.families.common import EditCase
+from training.render import render_case
+
+DOC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+GOLD = DOC.replace("a - b", "a + b")
+
+
+@pytest.mark.parametrize("granularity", ["lines", "tokens"])
+def test_forced_decode_reproduces_the_rendered_target(tiny_model, granularity):
+    """One renderer: decoding the oracle program forced yields exactly the trained ids."""
+    from engine.decoder import decode_program
+
+    case = EditCase("bugfix", "operator", "python", DOC, "Fix the bug in add.", GOLD, granularity=granularity)
+    rc = render_case(case, tiny_model.tokenizer, profile="short")
+    loaded = dataclasses.replace(tiny_model, prompt_profile="short")
+    result = decode_program(loaded, DOC, case.instruction, token_level=granularity == "tokens",
+                            forced=rc.program, max_new_tokens=4096)
+    assert result.text == GOLD
+    trained = rc.ids[rc.prompt_len:]
+    assert trained[-1] == tiny_model.tokenizer.eos_token_id
+    assert result.output_ids == trained[:-1]
+
+
+def test_copy_payloads_are_context_but_not_loss(real_tokenizer):
+    case = EditCase("noop", "noop", "python", DOC, "Leave it as it is.", DOC)
+    rc = render_case(case, real_tokenizer)
+    target = [t for t, m in zip(rc.ids, rc.loss_mask) if m]
+    # one whole-document copy: the header, </program> and EOS are trained; the copied lines are not
+    assert len(rc.ids) - rc.prompt_len > len(target)
+    text = real_tokenizer.decode(target)
+    assert "<copy" in text and "</program>" in text and "return a" not in text
+    assert not any(rc.loss_mask[:rc.prompt_len])
+
+
+def test_heval_held_out_tasks_never_reach_train():
+    from training.dataset import heval_cases
+
+    train = {c.case_id for c in heval_cases("train")}
+    test = {c.case_id for c in heval_cases("test")}
+    assert train and test and not train & test
+    assert not heval_cases("val")
+
+
+def test_sources_exclude_the_python_standard_library():
+    from training.langs import third_party_site_packages
+    from training.sources import in_stdlib, iter_sources, stdlib_dir
+
+    assert in_stdlib(str(stdlib_dir() / "json" / "decoder.py"))
+    roots = third_party_site_packages()
+    for src in iter_sources("python", roots, limit=40):
+        assert not in_stdlib(src.origin), src.origin
+    # even a root that points into the standard library yields nothing from it
+    assert not list(iter_sources("python", [str(stdlib_dir() / "json")], limit=5))
+
+
+@pytest.mark.parametrize("family", ["bugfix", "snippet", "mechanical", "noop"])
+def test_every_family_makes_resolvable_cases(family, real_tokenizer):
+    from engine.oracle import line_program
+    from engine.resolver import resolve
+    from training.families import FAMILIES
+
+    doc = "\n".join(f"def f{i}(x, y):\n    total = x + {i}\n    if total > y:\n        return total - 1\n"
+                    f"    return y * {i}\n" for i in range(6))
+    rng, made = random.Random(1), []
+    for _ in range(30):
+        case = FAMILIES[family](doc, "python", rng)
+        if case is not None:
+            made.append(case)
+    assert made, f"{family} made no case from a plain Python document"
+    for case in made:
+        assert case.instruction.strip()
+        assert resolve(line_program(case.document, case.gold), case.document, "strict").text == case.gold
+        if family == "noop":
+            assert case.gold == case.document

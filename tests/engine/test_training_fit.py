@@ -1,0 +1,99 @@
+"""cad-train fit on a tiny random model: it learns, it is deterministic, a killed run resumes,
+and the exported adapter loads with its prompt profile."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from training.families.common import EditCase
+
+DOC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory, make_tiny_model, real_tokenizer):
+    d = tmp_path_factory.mktemp("tiny-base")
+    tiny = make_tiny_model(real_tokenizer, init_range=0.02)
+    tiny.model.save_pretrained(d)
+    real_tokenizer.save_pretrained(d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("data")
+    cases = [EditCase("bugfix", "operator", "python", DOC, "Fix the bug in add.", DOC.replace("a - b", "a + b")),
+             EditCase("noop", "noop", "python", DOC, "Leave it as it is.", DOC)]
+    (d / "train.jsonl").write_text("".join(json.dumps(c.as_dict()) + "\n" for c in cases))
+    (d / "val.jsonl").write_text(json.dumps(cases[0].as_dict()) + "\n")
+    return d
+
+
+def _fit(tiny_dir, data_dir, out, **kw):
+    from training.fit import FitConfig
+    from training.loop import fit
+
+    cfg = FitConfig(data=str(data_dir), out=str(out), base=str(tiny_dir), rank=4, alpha=8, accum=1,
+                    warmup=0, epochs=50, val_cases=1, val_every=1000, checkpoint_minutes=0.0, threads=1, **kw)
+    adapter = fit(cfg, log=lambda *a: None)
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    return adapter, [r["loss"] for r in rows if "loss" in r]
+
+
+def test_fit_learns_and_is_deterministic(tiny_dir, data_dir, tmp_path):
+    _, a = _fit(tiny_dir, data_dir, tmp_path / "a", max_updates=8, lr=1e-2)
+    _, b = _fit(tiny_dir, data_dir, tmp_path / "b", max_updates=8, lr=1e-2)
+    assert a == b
+    assert min(a[-2:]) < min(a[:2]), a
+
+
+def test_a_killed_run_resumes_where_its_checkpoint_was(tiny_dir, data_dir, tmp_path, monkeypatch):
+    import training.loop as loop
+
+    _, whole = _fit(tiny_dir, data_dir, tmp_path / "whole", max_updates=4, lr=1e-2)
+    real_loss, calls = loop.case_loss, []
+
+    def dies_in_update_3(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the run is killed during its third update
+        return real_loss(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "case_loss", dies_in_update_3)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(tiny_dir, data_dir, tmp_path / "killed", max_updates=4, lr=1e-2)
+    assert json.loads((tmp_path / "killed" / "checkpoint" / "state.json").read_text())["update"] == 2
+    monkeypatch.setattr(loop, "case_loss", real_loss)
+    _, resumed = _fit(tiny_dir, data_dir, tmp_path / "killed", max_updates=4, lr=1e-2)
+    # updates 1-2 from the killed start, 3-4 from the resumed one: the same losses as one whole run
+    assert resumed == pytest.approx(whole, rel=1e-4)
+
+
+def test_exported_adapter_loads_with_its_profile(tiny_dir, data_dir, tmp_path):
+    import torch
+
+    from engine.model import load_model
+
+    adapter, _ = _fit(tiny_dir, data_dir, tmp_path / "run", max_updates=3, lr=1e-2)
+    profile = json.loads((adapter / "cad_profile.json").read_text())
+    assert profile["prompt_profile"] == "short"
+    tuned = load_model(str(adapter), "cpu")
+    base = load_model(str(tiny_dir), "cpu", adapter="none")
+    assert tuned.prompt_profile == "short" and base.prompt_profile == "teach"
+    w_tuned = tuned.model.model.layers[0].self_attn.q_proj.weight
+    w_base = base.model.model.layers[0].self_attn.q_proj.weight
+    assert not torch.equal(w_tuned, w_base)  # the LoRA delta was merged
+    assert not any("lora" in n for n, _ in tuned.model.named_parameters())
+
+
+def test_one_model_string_names_base_and_adapter(tiny_dir, data_dir, tmp_path):
+    from engine.adapters import AdapterError, choose
+
+    untrained = choose("default+none")
+    assert untrained.base == "default" and untrained.adapter is None and untrained.profile == "teach"
+    adapter, _ = _fit(tiny_dir, data_dir, tmp_path / "run", max_updates=1, lr=1e-2)
+    pair = choose(f"{tiny_dir}+{adapter}")
+    assert pair.base == str(tiny_dir) and pair.adapter == adapter.resolve() and pair.profile == "short"
+    with pytest.raises(AdapterError, match="not an adapter directory"):
+        choose(f"{tiny_dir}+{tmp_path / 'nothing'}")
