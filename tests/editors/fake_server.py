@@ -10,6 +10,8 @@ instead of a model:
   `workspace/applyEdit` of one TextEdit per changed line, then returns `{applied, message, stats}`.
 - Work-done progress with the client's `workDoneToken` (cancellable); `$/cancelRequest` and
   `window/workDoneProgress/cancel` both stop a running command (error -32800).
+- `cad.previewEdit` also returns `previewId` and `newText`; `cad.applyPreview [{previewId}]`
+  applies that preview's edits without running the edit again (refused if the document changed).
 - `textDocument/codeAction`: "Apply edit instruction…" (`[{uri, range}]`, no instruction) and
   "Apply: upper" (`[{uri, instruction: "upper", range}]`).
 
@@ -37,6 +39,7 @@ class Server:
         self.pending_client: dict[int, threading.Event] = {}
         self.client_results: dict[int, dict] = {}
         self.next_id = 1000
+        self.previews: dict[str, tuple[str, int, list[str], list[str]]] = {}
         self.log_path = os.environ.get("FAKE_CAD_LOG")
 
     # -- transport -------------------------------------------------------------------------------
@@ -100,6 +103,9 @@ class Server:
             if token is not None:
                 self.send({"method": "$/progress", "params": {"token": token, "value": value}})
 
+        if command == "cad.applyPreview":
+            self.apply_preview(rid, args, progress)
+            return
         uri = args["uri"]
         version, text = self.docs[uri]
         progress({"kind": "begin", "title": "Copy-as-Decode", "cancellable": True, "message": "decoding"})
@@ -121,8 +127,23 @@ class Server:
                 )
             )
             progress({"kind": "end", "message": "preview ready"})
-            self.send({"id": rid, "result": {"diff": diff, "stats": stats}})
+            preview_id = f"p{len(self.previews) + 1}"
+            self.previews[preview_id] = (uri, version, old, new)
+            self.send({"id": rid, "result": {"diff": diff, "stats": stats, "previewId": preview_id,
+                                             "newText": "\n".join(new)}})
             return
+        self.send_edits(rid, uri, version, old, new, stats, progress)
+
+    def apply_preview(self, rid, args: dict, progress) -> None:
+        progress({"kind": "begin", "title": "Copy-as-Decode", "cancellable": True, "message": "applying preview"})
+        uri, version, old, new = self.previews.pop(args["previewId"])
+        if self.docs[uri][0] != version:
+            progress({"kind": "end", "message": "discarded"})
+            self.send({"id": rid, "result": {"applied": False, "discarded": True, "message": "document changed"}})
+            return
+        self.send_edits(rid, uri, version, old, new, {"decoded_tokens": 0, "reused_preview": True}, progress)
+
+    def send_edits(self, rid, uri, version, old, new, stats, progress) -> None:
         edits = [
             {
                 "range": {"start": {"line": i, "character": 0}, "end": {"line": i, "character": len(old[i])}},
@@ -161,7 +182,7 @@ class Server:
             if event:
                 event.set()
         elif method == "initialize":
-            commands = ["cad.applyEdit", "cad.previewEdit"]
+            commands = ["cad.applyEdit", "cad.previewEdit", "cad.applyPreview"]
             caps = {
                 "textDocumentSync": 1,
                 "executeCommandProvider": {"commands": commands},

@@ -1,12 +1,32 @@
 /**
  * commands: the client-only commands (`copyAsDecode.applyEditInstruction`,
- * `copyAsDecode.previewEditInstruction`) and the handler that code actions' `cad.applyEdit`
- * is routed to (prompting when the action carries no instruction).
+ * `copyAsDecode.previewEditInstruction`), preview-then-apply (diff editor + "Apply" that reuses
+ * the server's computed program through `cad.applyPreview`), and the handler that code actions'
+ * `cad.applyEdit` is routed to (prompting when the action carries no instruction).
  */
 import * as vscode from 'vscode';
 import { LanguageClient } from 'vscode-languageclient/node';
+import { PREVIEW_SCHEME, PreviewDocuments } from './previewDocuments';
 import { selectionRange } from './ranges';
-import { APPLY, ApplyResult, EditArgs, PREVIEW, PreviewResult, runServerCommand } from './runCommand';
+import {
+  APPLY,
+  APPLY_PREVIEW,
+  ApplyResult,
+  EditArgs,
+  PREVIEW,
+  PreviewResult,
+  RunHooks,
+  runServerCommand,
+} from './runCommand';
+
+export interface CommandContext {
+  client: LanguageClient;
+  hooks: RunHooks;
+  previews: PreviewDocuments;
+}
+
+export const APPLY_CHOICE = 'Apply';
+export const DISCARD_CHOICE = 'Discard';
 
 async function askInstruction(): Promise<string | undefined> {
   const text = await vscode.window.showInputBox({
@@ -28,8 +48,7 @@ function statsText(stats: Record<string, unknown> | undefined): string {
   return parts.length ? ` (${parts.join(', ')})` : '';
 }
 
-async function apply(client: LanguageClient, args: EditArgs): Promise<ApplyResult | undefined> {
-  const result = await runServerCommand<ApplyResult>(client, APPLY, args);
+function reportApply(result: ApplyResult | undefined): void {
   if (result === undefined) {
     void vscode.window.showInformationMessage('Copy-as-Decode: edit cancelled.');
   } else if (result.applied) {
@@ -37,6 +56,11 @@ async function apply(client: LanguageClient, args: EditArgs): Promise<ApplyResul
   } else {
     void vscode.window.showWarningMessage(`Copy-as-Decode: ${result.message ?? 'edit not applied'}`);
   }
+}
+
+async function apply(ctx: CommandContext, args: EditArgs): Promise<ApplyResult | undefined> {
+  const result = await runServerCommand<ApplyResult>(ctx.client, APPLY, args, ctx.hooks);
+  reportApply(result);
   return result;
 }
 
@@ -54,36 +78,71 @@ function editorArgs(instruction: string): EditArgs | undefined {
 }
 
 /** `copyAsDecode.applyEditInstruction`: prompt, then edit the selection (or the whole file). */
-export async function applyEditInstruction(client: LanguageClient): Promise<ApplyResult | undefined> {
+export async function applyEditInstruction(ctx: CommandContext): Promise<ApplyResult | undefined> {
   const instruction = await askInstruction();
   const args = instruction && editorArgs(instruction);
-  return args ? apply(client, args) : undefined;
+  return args ? apply(ctx, args) : undefined;
 }
 
-/** `copyAsDecode.previewEditInstruction`: prompt, then show the unified diff in a new tab. */
-export async function previewEditInstruction(client: LanguageClient): Promise<void> {
+/** What a preview led to: the user's choice and, when applied, the server's apply result. */
+export interface PreviewOutcome {
+  preview?: PreviewResult;
+  choice?: string;
+  applied?: ApplyResult;
+}
+
+/**
+ * `copyAsDecode.previewEditInstruction`: prompt, show the change in a diff editor, and offer
+ * "Apply", which applies the program the preview computed (no second decode).
+ */
+export async function previewEditInstruction(ctx: CommandContext): Promise<PreviewOutcome> {
   const instruction = await askInstruction();
   const args = instruction && editorArgs(instruction);
   if (!args) {
-    return;
+    return {};
   }
-  const result = await runServerCommand<PreviewResult>(client, PREVIEW, args);
-  if (!result) {
-    return;
+  const preview = await runServerCommand<PreviewResult>(ctx.client, PREVIEW, args, ctx.hooks);
+  if (!preview) {
+    return {};
   }
-  if (!result.diff) {
+  if (!preview.diff) {
     void vscode.window.showInformationMessage('Copy-as-Decode: the edit would change nothing.');
-    return;
+    return { preview };
   }
-  const doc = await vscode.workspace.openTextDocument({ language: 'diff', content: result.diff });
-  await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
+  if (preview.previewId === undefined || preview.newText === undefined) {
+    // An older server: show the unified diff only.
+    const doc = await vscode.workspace.openTextDocument({ language: 'diff', content: preview.diff });
+    await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
+    return { preview };
+  }
+  const right = ctx.previews.add(preview.previewId, preview.newText);
+  const left = vscode.Uri.parse(args.uri);
+  await vscode.commands.executeCommand('vscode.diff', left, right, `Copy-as-Decode: ${instruction} (preview)`);
+  const choice = await vscode.window.showInformationMessage(
+    `Copy-as-Decode: apply this edit?${statsText(preview.stats)}`,
+    APPLY_CHOICE,
+    DISCARD_CHOICE,
+  );
+  if (choice !== APPLY_CHOICE) {
+    ctx.previews.remove(preview.previewId);
+    return { preview, choice };
+  }
+  const applied = await runServerCommand<ApplyResult>(
+    ctx.client,
+    APPLY_PREVIEW,
+    { previewId: preview.previewId, instruction: `apply: ${instruction}` },
+    ctx.hooks,
+  );
+  ctx.previews.remove(preview.previewId);
+  reportApply(applied);
+  return { preview, choice, applied };
 }
 
 /**
  * Handler for `cad.applyEdit` coming from a server code action: with an instruction it runs
  * directly; without one ("Apply edit instruction…") it prompts first.
  */
-export async function applyFromCodeAction(client: LanguageClient, raw: unknown): Promise<ApplyResult | undefined> {
+export async function applyFromCodeAction(ctx: CommandContext, raw: unknown): Promise<ApplyResult | undefined> {
   const given = (raw ?? {}) as Partial<EditArgs>;
   if (!given.uri) {
     throw new Error('cad.applyEdit: the code action sent no document uri (arguments[0].uri)');
@@ -92,5 +151,7 @@ export async function applyFromCodeAction(client: LanguageClient, raw: unknown):
   if (!instruction) {
     return undefined;
   }
-  return apply(client, { ...given, uri: given.uri, instruction });
+  return apply(ctx, { ...given, uri: given.uri, instruction });
 }
+
+export { PREVIEW_SCHEME };

@@ -1,20 +1,24 @@
 /**
  * settings: reads the `copyAsDecode.*` settings and turns them into what the language client
- * needs — the server launch options and the server's `cad` settings section
- * (initializationOptions and workspace/configuration answers).
+ * needs — the server launch options, the document selector (the languages the extension serves)
+ * and the server's `cad` settings section (initializationOptions and workspace/configuration
+ * answers). The JSON schema with types and bounds is in package.json `contributes.configuration`.
  */
 import * as vscode from 'vscode';
-import { Executable, ServerOptions, TransportKind } from 'vscode-languageclient/node';
+import { DocumentSelector, Executable, ServerOptions, TransportKind } from 'vscode-languageclient/node';
 
 /** The server's settings section `cad` (names as the server expects them). */
 export interface CadSettings {
   model: string;
   device: string;
   strategy: string;
-  maxNewTokens: number;
+  maxNewTokens: number | 'auto';
+  resolverMode: string;
+  applyTruncated: boolean;
 }
 
 export const SECTION = 'copyAsDecode';
+export const DEFAULT_LANGUAGES = ['python', 'javascript', 'typescript'];
 
 function config(): vscode.WorkspaceConfiguration {
   return vscode.workspace.getConfiguration(SECTION);
@@ -22,12 +26,32 @@ function config(): vscode.WorkspaceConfiguration {
 
 export function cadSettings(): CadSettings {
   const c = config();
+  const budget = c.get<number | null>('maxNewTokens', null);
   return {
     model: c.get<string>('model', 'default'),
     device: c.get<string>('device', 'auto'),
     strategy: c.get<string>('strategy', 'cad'),
-    maxNewTokens: c.get<number>('maxNewTokens', 512),
+    maxNewTokens: typeof budget === 'number' && budget >= 1 ? Math.floor(budget) : 'auto',
+    resolverMode: c.get<string>('resolverMode', 'clipped'),
+    applyTruncated: c.get<boolean>('applyTruncated', false),
   };
+}
+
+/** Languages whose documents the server sees and offers code actions for. */
+export function languages(): string[] {
+  const list = config().get<string[]>('languages', DEFAULT_LANGUAGES);
+  return Array.isArray(list) && list.length > 0 ? list : DEFAULT_LANGUAGES;
+}
+
+export function documentSelector(): DocumentSelector {
+  const langs = languages();
+  if (langs.includes('*')) {
+    return [{ scheme: 'file' }, { scheme: 'untitled' }];
+  }
+  return langs.flatMap((language) => [
+    { scheme: 'file', language },
+    { scheme: 'untitled', language },
+  ]);
 }
 
 export function serverOptions(): ServerOptions {
@@ -38,15 +62,17 @@ export function serverOptions(): ServerOptions {
       'copyAsDecode.server.command is empty: set it to "cad-lsp" or to a Python interpreter with args ["-m", "cad_lsp"]',
     );
   }
-  const run: Executable = {
-    command,
-    args: c.get<string[]>('server.args', []),
-    transport: TransportKind.stdio,
-  };
+  const args = [...c.get<string[]>('server.args', [])];
+  const logFile = c.get<string>('server.logFile', '').trim();
+  if (logFile !== '') {
+    args.push('--log-file', logFile);
+  }
+  // TransportKind.stdio makes the client append `--stdio`, which cad-lsp accepts.
+  const run: Executable = { command, args, transport: TransportKind.stdio };
   return { run, debug: run };
 }
 
-/** True when a settings change needs a server restart (launch command changed). */
+/** True when a settings change needs a server restart (launch command or languages changed). */
 export function needsRestart(e: vscode.ConfigurationChangeEvent): boolean {
-  return e.affectsConfiguration(`${SECTION}.server`);
+  return e.affectsConfiguration(`${SECTION}.server`) || e.affectsConfiguration(`${SECTION}.languages`);
 }

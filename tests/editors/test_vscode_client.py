@@ -1,0 +1,138 @@
+"""The compiled VS Code extension with the REAL vscode-languageclient, under node with an
+in-memory `vscode` module (tests/editors/vscode_shim.js; @vscode/test-electron needs a VS Code
+download and a display, neither available here).
+
+Nothing of the client is faked: `activate()` builds the LanguageClient, which spawns the server
+command (appending `--stdio`), initializes, syncs the document, asks for code actions and
+applies the server's `workspace/applyEdit`. Mechanics run against the scripted server
+(tests/editors/fake_server.py, seconds); one scenario runs against the real `cad-lsp` and the
+default model.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from vscode_harness import run_driver
+
+FAKE_SERVER = Path(__file__).with_name("fake_server.py")
+CAD_LSP = Path(sys.executable).with_name("cad-lsp")
+SOURCE = "def add(a, b):\n    total = a - b\n    return total\n"
+
+
+@pytest.fixture
+def doc(tmp_path: Path) -> Path:
+    path = tmp_path / "buggy.py"
+    path.write_text(SOURCE)
+    return path
+
+
+def fake(tmp_path: Path, **settings) -> tuple[dict, Path]:
+    log = tmp_path / "fake-server.jsonl"
+    return {"copyAsDecode.server.command": sys.executable,
+            "copyAsDecode.server.args": [str(FAKE_SERVER)], **settings}, log
+
+
+def received(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def run_fake(vscode_extension, tmp_path, config: dict) -> tuple[dict, list[dict]]:
+    settings, log = fake(tmp_path)
+    import os
+    os.environ["FAKE_CAD_LOG"] = str(log)  # inherited by the node driver and the server it spawns
+    try:
+        report = run_driver(vscode_extension, {"settings": settings, **config}, timeout_s=60)
+    finally:
+        os.environ.pop("FAKE_CAD_LOG", None)
+    return report, received(log)
+
+
+def test_code_action_through_the_real_client(vscode_extension, tmp_path, doc):
+    report, got = run_fake(vscode_extension, tmp_path, {
+        "scenario": "code_action", "file": str(doc), "action_title": "Apply: upper",
+        "range": {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 4}}})
+    assert report["spawn"]["args"][-1] == "--stdio", report["spawn"]
+    assert report["action_titles"] == ["Apply edit instruction…", "Apply: upper"]
+    assert report["action_kinds"] == ["refactor.rewrite", "refactor.rewrite"]
+    assert report["after"] == SOURCE.replace("    total = a - b", "    TOTAL = A - B")
+    methods = [m.get("method") for m in got]
+    assert methods[:2] == ["initialize", "initialized"]
+    assert "textDocument/didOpen" in methods and "textDocument/didChange" in methods
+    assert methods[-2:] == ["shutdown", "exit"]
+    assert report["server_exit"]["code"] == 0
+    assert report["status_ready"] == "$(sparkle) CaD"
+    assert any("upper" in text for text in report["status_bar"]), report["status_bar"]
+
+
+def test_prompting_code_action_sends_the_typed_instruction_and_selection_lines(vscode_extension, tmp_path, doc):
+    report, got = run_fake(vscode_extension, tmp_path, {
+        "scenario": "code_action", "file": str(doc), "action_title": "Apply edit instruction…", "answers": ["upper"],
+        "range": {"start": {"line": 1, "character": 3}, "end": {"line": 2, "character": 2}}})
+    assert len(report["input_boxes"]) == 1
+    sent = [m["params"] for m in got if m.get("method") == "workspace/executeCommand"]
+    assert len(sent) == 1 and sent[0]["arguments"][0]["instruction"] == "upper"
+    assert report["after"].split("\n")[1:3] == ["    TOTAL = A - B", "    RETURN TOTAL"]
+
+
+def test_preview_then_apply_reuses_the_preview(vscode_extension, tmp_path, doc):
+    report, got = run_fake(vscode_extension, tmp_path, {
+        "scenario": "preview_apply", "file": str(doc), "answers": ["upper"], "choices": ["Apply"]})
+    outcome = report["outcome"]
+    assert outcome["choice"] == "Apply" and outcome["applied"]["applied"] is True, outcome
+    assert report["after"] == SOURCE.upper()
+    (diff,) = report["diffs"]
+    assert diff["left"] == doc.as_uri() and diff["right"].startswith("cad-preview:"), diff
+    commands = [m["params"]["command"] for m in got if m.get("method") == "workspace/executeCommand"]
+    assert commands == ["cad.previewEdit", "cad.applyPreview"], "apply must not decode again"
+    offered = [m for m in report["messages"] if m["items"]]
+    assert offered and offered[0]["items"] == ["Apply", "Discard"]
+
+
+def test_preview_discard_changes_nothing(vscode_extension, tmp_path, doc):
+    report, got = run_fake(vscode_extension, tmp_path, {
+        "scenario": "preview_apply", "file": str(doc), "answers": ["upper"], "choices": ["Discard"]})
+    assert report["after"] == SOURCE
+    commands = [m["params"]["command"] for m in got if m.get("method") == "workspace/executeCommand"]
+    assert commands == ["cad.previewEdit"]
+
+
+def test_cancel_from_the_status_bar(vscode_extension, tmp_path, doc):
+    report, got = run_fake(vscode_extension, tmp_path, {
+        "scenario": "cancel_from_status_bar", "file": str(doc), "answers": ["slow upper"]})
+    assert report["cancelled_count"] == 1
+    assert report["status_while_running"].startswith("$(sync~spin) CaD:"), report["status_while_running"]
+    assert report["result"] is None and report["after"] == SOURCE
+    assert report["status_after"] == "$(sparkle) CaD"
+    methods = [m.get("method") for m in got]
+    assert "$/cancelRequest" in methods and "window/workDoneProgress/cancel" in methods
+
+
+@pytest.mark.real_model
+def test_real_client_spawns_real_server_and_applies_a_code_action(vscode_extension, tmp_path, doc):
+    """The acceptance scenario: real client, real `cad-lsp` (with the `--stdio` the client appends),
+    initialize, one prompting code action decoded by the default model and applied."""
+    if not CAD_LSP.exists():
+        pytest.skip(f"{CAD_LSP} is not installed (run `make setup`)")
+    settings = {"copyAsDecode.server.command": str(CAD_LSP), "copyAsDecode.maxNewTokens": 24,
+                "copyAsDecode.applyTruncated": True}
+    report = run_driver(vscode_extension, {
+        "scenario": "code_action", "file": str(doc), "settings": settings, "answers": ["Fix the bug in add."],
+        "action_title": "Apply edit instruction…", "start_timeout_ms": 60000}, timeout_s=600)
+    print(f"spawn -> initialized: {report['spawn_to_initialized_ms']} ms; steps: {report['steps']}")
+    assert report["spawn"] == {"command": str(CAD_LSP), "args": ["--stdio"]}
+    assert report["server_info"]["name"] == "cad-lsp"
+    assert "Apply edit instruction…" in report["action_titles"]
+    result = report["result"]
+    assert result["applied"] is True, result
+    assert result["program"].startswith("<program>")
+    if result["edits"]:
+        assert report["version"] > 1 and report["after"] != report["before"], "the applied edit did not reach the document"
+    else:
+        assert report["after"] == report["before"]
+    log = report["output"]["Copy-as-Decode"]
+    assert "it/s" not in log and "%|" not in log, "model-loading progress bars reached the client log"
+    assert report["server_exit"]["code"] == 0
