@@ -12,6 +12,10 @@ instead of a model:
   `window/workDoneProgress/cancel` both stop a running command (error -32800).
 - `cad.previewEdit` also returns `previewId` and `newText`; `cad.applyPreview [{previewId}]`
   applies that preview's edits without running the edit again (refused if the document changed).
+- `warn` in the instruction: a `window/showMessage` warning about the edit arrives before its
+  result (as the real server sends for truncated programs). `stuck`: the edit stays "queued
+  (position 2)" until cancelled, then ends its progress and answers only 5 s later (as a queued
+  job on the real server notices cancellation when it reaches the worker).
 - `textDocument/codeAction`: "Apply edit instruction…" (`[{uri, range}]`, no instruction) and
   "Apply: upper" (`[{uri, instruction: "upper", range}]`).
 
@@ -108,6 +112,15 @@ class Server:
             return
         uri = args["uri"]
         version, text = self.docs[uri]
+        if "stuck" in args.get("instruction", ""):
+            progress({"kind": "begin", "title": "Copy-as-Decode", "cancellable": True,
+                      "message": "queued (position 2)"})
+            while not cancelled():
+                time.sleep(0.05)
+            time.sleep(5.0)
+            progress({"kind": "end", "message": "cancelled"})
+            self.send({"id": rid, "error": {"code": REQUEST_CANCELLED, "message": "cancelled while queued"}})
+            return
         progress({"kind": "begin", "title": "Copy-as-Decode", "cancellable": True, "message": "decoding"})
         steps = 200 if "slow" in args.get("instruction", "") else 3
         for step in range(steps):
@@ -117,6 +130,9 @@ class Server:
                 return
             progress({"kind": "report", "message": f"step {step}", "percentage": int(100 * step / steps)})
             time.sleep(0.1)
+        if "warn" in args.get("instruction", ""):
+            self.send({"method": "window/showMessage", "params": {
+                "type": 2, "message": "Copy-as-Decode: the program hit max_new_tokens and was closed early"}})
         old = text.split("\n")
         new = self.edited_lines(text, args.get("instruction", ""), args.get("range"))
         stats = {"decoded_tokens": 7, "copied_tokens": len(old), "ops": 1, "wall_ms": 1.0}

@@ -5,7 +5,8 @@ end
 vim.g.loaded_cad = true
 
 if vim.fn.has('nvim-0.10') ~= 1 then
-  vim.notify('cad: Neovim >= 0.10 is required', vim.log.levels.ERROR)
+  -- Same single message as require('cad') on old versions (said once, whichever runs first).
+  require('cad').setup()
   return
 end
 

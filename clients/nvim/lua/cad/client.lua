@@ -20,13 +20,25 @@ local function apply_edit_command(command, ctx)
       return
     end
     args.instruction = vim.trim(instruction)
-    require('cad.request').run(ctx.client_id, bufnr, 'cad.applyEdit', args)
+    -- Start after the prompt has closed (vim.ui.select/input leave the message area scrolled).
+    vim.schedule(function()
+      require('cad.request').run(ctx.client_id, bufnr, 'cad.applyEdit', args)
+    end)
   end
   if args.instruction and vim.trim(args.instruction) ~= '' then
     run(args.instruction)
   else
     vim.ui.input({ prompt = 'Edit instruction: ' }, run)
   end
+end
+
+--- `window/showMessage`: a notice about a running edit waits for that edit's result message
+--- (one message per result); anything else goes to Neovim's default handler.
+local function show_message(err, params, ctx, cfg)
+  if params and require('cad.request').hold_server_message(ctx.client_id, params) then
+    return vim.NIL
+  end
+  return vim.lsp.handlers['window/showMessage'](err, params, ctx, cfg)
 end
 
 --- @param bufnr integer
@@ -60,6 +72,7 @@ function M.start(bufnr)
     -- Answers workspace/configuration for section "cad".
     settings = { cad = settings },
     commands = { ['cad.applyEdit'] = apply_edit_command },
+    handlers = { ['window/showMessage'] = show_message },
     on_exit = function(code, signal)
       if code ~= 0 then
         vim.schedule(function()

@@ -6,7 +6,39 @@
 ---   preview(opts)      show the diff an instruction would make, without applying it
 ---   cancel(bufnr?)     cancel the running edit
 ---   status()           short progress text for statuslines ('' when idle)
+---   last()             the last finished edit's event data (full messages), or nil
 --- The Ex commands (:CadEdit, :CadPreview, :CadCancel) live in plugin/cad.lua.
+---
+--- The Neovim version is checked before anything else is loaded: on Neovim < 0.10 every
+--- function only reports "Neovim >= 0.10 is required" once (no Lua errors from newer APIs).
+
+local compat_ok = vim.fn.has('nvim-0.10') == 1
+if not compat_ok then
+  local said = false
+  local function unsupported()
+    if not said then
+      said = true
+      local v = vim.version and vim.version() or {}
+      vim.notify(
+        ('cad: Neovim >= 0.10 is required (this is %s.%s.%s); the plugin is disabled'):format(
+          tostring(v.major or '?'), tostring(v.minor or '?'), tostring(v.patch or '?')
+        ),
+        vim.log.levels.WARN -- not ERROR: that adds "Error detected while processing init.lua"
+      )
+    end
+  end
+  local stub = { supported = false }
+  for _, name in ipairs({ 'setup', 'edit', 'preview', 'cancel', 'command', 'apply_preview' }) do
+    stub[name] = unsupported
+  end
+  stub.status = function()
+    return ''
+  end
+  stub.last = function()
+    return nil
+  end
+  return stub
+end
 
 local client = require('cad.client')
 local config = require('cad.config')
@@ -14,7 +46,7 @@ local progress = require('cad.progress')
 local range = require('cad.range')
 local request = require('cad.request')
 
-local M = {}
+local M = { supported = true }
 
 local function wants(bufnr)
   if vim.bo[bufnr].buftype ~= '' or vim.api.nvim_buf_get_name(bufnr) == '' then
@@ -121,6 +153,12 @@ end
 --- @return string
 function M.status()
   return progress.last
+end
+
+--- The last finished edit's `CadEditDone`/`CadPreviewDone` data (full message texts), or nil.
+--- @return table?
+function M.last()
+  return request.last
 end
 
 --- Entry point of :CadEdit / :CadPreview (`opts` as given to nvim_create_user_command callbacks).

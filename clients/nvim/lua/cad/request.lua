@@ -1,13 +1,17 @@
---- cad.request: runs `cad.applyEdit` / `cad.previewEdit` on the server, one per buffer at a time,
---- and cancels them. Owns the in-flight table, the temporary cancel key and the `User` events.
+--- cad.request: runs `cad.applyEdit` / `cad.previewEdit` / `cad.applyPreview` on the server, one
+--- per buffer at a time, and cancels them. Owns the in-flight table, the temporary cancel key,
+--- the `User` events and the one message per result.
 ---
---- Every run ends in exactly one `User CadEditDone` (applyEdit) or `User CadPreviewDone`
---- (previewEdit) autocmd whose `data` is `{bufnr, command, applied?, message?, result?, error?,
---- cancelled?}`.
+--- Every run ends in exactly one `User CadEditDone` (applyEdit, applyPreview) or
+--- `User CadPreviewDone` (previewEdit) autocmd whose `data` is `{bufnr, command, applied?,
+--- message?, result?, error?, cancelled?, server_messages?}`. The server's own
+--- `window/showMessage` notices that arrive while an edit runs are held back (see
+--- `hold_server_message`) and folded into that one result message.
 
 local compat = require('cad.compat')
 local config = require('cad.config')
 local progress = require('cad.progress')
+local ui = require('cad.ui')
 
 local M = {}
 
@@ -27,6 +31,9 @@ end
 local function done_event(command)
   return command == 'cad.previewEdit' and 'CadPreviewDone' or 'CadEditDone'
 end
+
+--- The last finished run's event data (full texts), or nil.
+M.last = nil
 
 local function map_cancel_key(bufnr)
   local key = config.get().cancel_key
@@ -74,24 +81,49 @@ local function finish(bufnr, data)
   if entry then
     unmap_cancel_key(bufnr, entry.cancel_map)
     inflight[bufnr] = nil
+    progress.forget(entry.client_id, entry.token)
+    data.server_messages = #entry.server_messages > 0 and entry.server_messages or nil
   end
   data.bufnr = bufnr
+  M.last = data
   vim.api.nvim_exec_autocmds('User', { pattern = done_event(data.command), modeline = false, data = data })
+end
+
+--- Held-back server notices not already said by `text`, as one suffix.
+local function notices(entry, text)
+  local extra = {}
+  for _, m in ipairs(entry and entry.server_messages or {}) do
+    local body = m.message:gsub('^Copy%-as%-Decode: ', '')
+    if not text:find(body, 1, true) then
+      extra[#extra + 1] = body
+    end
+  end
+  return #extra > 0 and (' — ' .. table.concat(extra, '; ')) or ''
+end
+
+local function worst_level(entry, level)
+  for _, m in ipairs(entry and entry.server_messages or {}) do
+    -- LSP MessageType: 1 error, 2 warning, 3 info, 4 log
+    local l = m.type == 1 and vim.log.levels.ERROR or m.type == 2 and vim.log.levels.WARN or vim.log.levels.INFO
+    level = math.max(level, l)
+  end
+  return level
 end
 
 local function report(bufnr, command, err, result)
   local data = { command = command, result = result }
+  local entry = inflight[bufnr]
   if err then
     data.error = type(err) == 'table' and (err.message or vim.inspect(err)) or tostring(err)
     data.cancelled = type(err) == 'table' and err.code == RequestCancelled or nil
-    vim.notify(('cad: %s failed: %s'):format(command, data.error), vim.log.levels.ERROR)
+    ui.result(('cad: %s failed: %s'):format(command, data.error), vim.log.levels.ERROR)
   elseif command == 'cad.previewEdit' then
     local diff = type(result) == 'table' and result.diff or ''
     data.message = diff == '' and 'no changes' or nil
     if diff == '' then
-      vim.notify('cad: the edit would change nothing' .. stats_text(result and result.stats))
+      ui.result('cad: the edit would change nothing' .. stats_text(result and result.stats) .. notices(entry, ''))
     else
-      data.preview_bufnr = require('cad.preview').open(diff, bufnr)
+      data.preview_bufnr = require('cad.preview').open(diff, bufnr, result)
     end
   else
     result = type(result) == 'table' and result or {}
@@ -99,9 +131,24 @@ local function report(bufnr, command, err, result)
     data.message = result.message
     local level = data.applied and vim.log.levels.INFO or vim.log.levels.WARN
     local text = result.message or (data.applied and 'edit applied' or 'edit not applied')
-    vim.notify('cad: ' .. text .. stats_text(result.stats), level)
+    ui.result('cad: ' .. text .. notices(entry, text) .. stats_text(result.stats), worst_level(entry, level))
   end
   finish(bufnr, data)
+end
+
+--- Called by the client's `window/showMessage` handler: while an edit of this client runs, keep
+--- the server's notice for that edit's one result message instead of showing it now.
+--- @param client_id integer
+--- @param params lsp.ShowMessageParams
+--- @return boolean held
+function M.hold_server_message(client_id, params)
+  for _, entry in pairs(inflight) do
+    if entry.client_id == client_id then
+      entry.server_messages[#entry.server_messages + 1] = { type = params.type, message = params.message }
+      return true
+    end
+  end
+  return false
 end
 
 --- Is an edit running for this buffer?
@@ -113,7 +160,7 @@ end
 --- Run a server command on the given client for a buffer.
 --- @param client_id integer
 --- @param bufnr integer
---- @param command 'cad.applyEdit'|'cad.previewEdit'
+--- @param command 'cad.applyEdit'|'cad.previewEdit'|'cad.applyPreview'
 --- @param args table {uri, instruction, range?, strategy?}
 --- @return boolean started
 function M.run(client_id, bufnr, command, args)
@@ -150,8 +197,9 @@ function M.run(client_id, bufnr, command, args)
     token = token,
     command = command,
     cancel_map = map_cancel_key(bufnr),
+    server_messages = {},
   }
-  vim.api.nvim_echo({ { ('cad: %s "%s"…'):format(command, args.instruction or ''), 'MoreMsg' } }, false, {})
+  ui.progress(('cad: %s "%s"…'):format(command, args.instruction or args.previewId or ''))
   return true
 end
 
@@ -178,8 +226,13 @@ function M.cancel(bufnr)
     local client = vim.lsp.get_client_by_id(entry.client_id)
     if client then
       local tokens = { entry.token }
+      local owned = {}
+      for _, other in pairs(inflight) do
+        owned[other.token] = true
+      end
+      -- also the server's own tokens (no other edit's), e.g. a model preload
       for _, token in ipairs(progress.active_tokens(entry.client_id)) do
-        if token ~= entry.token then
+        if not owned[token] then
           tokens[#tokens + 1] = token
         end
       end
@@ -190,7 +243,7 @@ function M.cancel(bufnr)
       compat.call(client, 'cancel_request', entry.request_id)
     end
     count = count + 1
-    vim.notify('cad: ' .. entry.command .. ' cancelled')
+    ui.result('cad: ' .. entry.command .. ' cancelled')
     finish(buf, { command = entry.command, cancelled = true, applied = false })
   end
   return count
