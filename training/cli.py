@@ -39,7 +39,7 @@ def _fit(args) -> int:
 
 
 def _ship(args) -> int:
-    from engine.adapters import SHIPPED_ADAPTER, is_adapter_dir
+    from engine.adapters import PROFILE_FILE, SHIPPED_ADAPTER, is_adapter_dir
 
     src = Path(args.adapter)
     if not is_adapter_dir(src):
@@ -48,6 +48,10 @@ def _ship(args) -> int:
     tmp = SHIPPED_ADAPTER.with_name(SHIPPED_ADAPTER.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(src, tmp)
+    profile = json.loads((tmp / PROFILE_FILE).read_text()) if (tmp / PROFILE_FILE).is_file() else {}
+    profile["trained_on"] = profile.get("base")
+    profile["base"] = "default"     # what "default" loads: the shipped adapter is for the default base
+    (tmp / PROFILE_FILE).write_text(json.dumps(profile, indent=2) + "\n")
     shutil.rmtree(SHIPPED_ADAPTER, ignore_errors=True)
     tmp.rename(SHIPPED_ADAPTER)
     print(f"shipped {src} -> {SHIPPED_ADAPTER}")
@@ -70,7 +74,8 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--profile", default=None, choices=["short", "teach"])
     for name, typ in (("rank", int), ("alpha", int), ("lr", float), ("epochs", float), ("accum", int),
                       ("warmup", int), ("threads", int), ("seed", int), ("max_cases", int), ("val_cases", int),
-                      ("val_every", int), ("checkpoint_minutes", float), ("max_updates", int)):
+                      ("val_every", int), ("checkpoint_minutes", float), ("max_updates", int),
+                      ("batch_tokens", int), ("time_budget_minutes", float)):
         f.add_argument("--" + name.replace("_", "-"), dest=name, type=typ, default=None)
     f.add_argument("--gradient", choices=["program", "full"], default=None)
     f.add_argument("--full-finetune", dest="full_finetune", action="store_true", default=None)

@@ -49,6 +49,8 @@ class FitConfig:
     val_every: int = 100               # updates
     checkpoint_minutes: float = 5.0
     max_updates: int = 0               # 0: as many as epochs give
+    batch_tokens: int = 0              # > 0: padded batches of up to this many tokens (GPU); 0: accum cases
+    time_budget_minutes: float = 0.0   # > 0: shorten the schedule if the measured pace would overrun it
     extra: dict = field(default_factory=dict)
 
 
@@ -110,6 +112,35 @@ def case_loss(causal_lm, ids: list[int], loss_mask: list[bool], gradient: str = 
     return total / n_targets, n_targets
 
 
+def batch_loss(causal_lm, cases: list, autocast_dtype=None, count_hits: bool = False):
+    """Token-weighted cross-entropy of several rendered cases in one padded forward (full gradient).
+
+    Right padding needs no attention mask: under the causal mask a real position only attends to
+    earlier positions, which are all real, so its logits are exactly those of its own unpadded
+    sequence (and attention stays on the fused causal kernels, never an L x L mask). Only positions
+    whose next token is trained reach the head. Returns
+    (loss, n_trained_tokens), plus the number of argmax hits with ``count_hits``.
+    """
+    device = next(causal_lm.parameters()).device
+    width = max(len(rc.ids) for rc in cases) - 1
+    x = torch.zeros((len(cases), width), dtype=torch.long)
+    y = torch.full((len(cases), width), -100, dtype=torch.long)
+    for row, rc in enumerate(cases):
+        n = len(rc.ids) - 1
+        x[row, :n] = torch.tensor(rc.ids[:-1])
+        y[row, :n] = torch.tensor([t if m else -100 for t, m in zip(rc.ids[1:], rc.loss_mask[1:])])
+    x, y = x.to(device), y.to(device)
+    with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+        hidden = causal_lm.model(input_ids=x).last_hidden_state
+        sel = y != -100
+        logits = causal_lm.lm_head(hidden[sel]).float()
+    n_targets = int(sel.sum())
+    loss = torch.nn.functional.cross_entropy(logits, y[sel], reduction="mean")
+    if count_hits:  # how many trained tokens are the argmax (validation)
+        return loss, n_targets, int((logits.argmax(-1) == y[sel]).sum())
+    return loss, n_targets
+
+
 # ---------------------------------------------------------------------------------------- model
 
 
@@ -118,7 +149,7 @@ def build_trainable(config: FitConfig):
     from engine.model import load_model
 
     loaded = load_model(config.base, config.device, adapter="none")
-    model = loaded.model
+    model = loaded.model.float()       # fp32 master weights; CUDA forwards run under bf16 autocast
     if config.full_finetune:
         model.train()
         return loaded, model
@@ -160,6 +191,33 @@ def lr_factor(update: int, total: int, warmup: int) -> float:
         return (update + 1) / max(1, warmup)
     progress = (update - warmup) / max(1, total - warmup)
     return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def plan_batches(lengths: list[int], config: FitConfig, seed: int) -> list[list[int]]:
+    """The updates of the whole run, each a list of case indices (deterministic).
+
+    ``batch_tokens == 0``: ``accum`` consecutive cases of ``plan``'s order per update. Otherwise the
+    order is cut into windows of 256 cases, each window sorted by length and packed greedily into
+    batches whose padded size (cases x longest) stays within ``batch_tokens``; the batches are then
+    shuffled, so an update never mixes a long document with many short ones and padding stays small.
+    """
+    order = plan(len(lengths), config, seed)
+    if config.batch_tokens <= 0:
+        return [order[i:i + config.accum] for i in range(0, len(order), config.accum)]
+    batches: list[list[int]] = []
+    for w in range(0, len(order), 256):
+        window = sorted(order[w:w + 256], key=lambda i: lengths[i])
+        current: list[int] = []
+        for idx in window:
+            longest = max([lengths[i] for i in current] + [lengths[idx]])
+            if current and longest * (len(current) + 1) > config.batch_tokens:
+                batches.append(current)
+                current = []
+            current.append(idx)
+        if current:
+            batches.append(current)
+    random.Random(f"{seed}:batches").shuffle(batches)
+    return batches
 
 
 def plan(n_cases: int, config: FitConfig, seed: int) -> list[int]:

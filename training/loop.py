@@ -4,7 +4,7 @@ Layout of ``config.out``::
 
     checkpoint/          state.json (position, update, RNG, config), trainable.safetensors, optimizer.pt
     metrics.jsonl        one JSON line per update ({"update", "loss", "tokens", "seconds", "lr"}) and per
-                         validation pass ({"update", "val_loss"})
+                         validation pass ({"update", "val_loss", "val_exact"})
     adapter/             the exported adapter (peft format) + cad_profile.json — a model spec
 
 A checkpoint is written to ``checkpoint.tmp`` and renamed into place, so a run killed at any moment
@@ -24,9 +24,8 @@ from pathlib import Path
 import torch
 
 from engine.adapters import PROFILE_FILE
-from training.fit import (FitConfig, build_trainable, case_loss, causal_lm_of, load_trainable_state, lr_factor,
-                          plan, trainable_state)
-
+from training.fit import (FitConfig, batch_loss, build_trainable, case_loss, causal_lm_of, load_trainable_state,
+                          lr_factor, plan_batches, trainable_state)
 
 
 def _render_all(path: Path, tokenizer, profile: str, limit: int = 0) -> list:
@@ -36,7 +35,16 @@ def _render_all(path: Path, tokenizer, profile: str, limit: int = 0) -> list:
     cases = load_cases(path)
     if limit:
         cases = cases[:limit]
-    return [render_case(c, tokenizer, profile) for c in cases]
+    workers = min(16, (os.cpu_count() or 1))
+    if len(cases) < 400 or workers < 4:
+        return [render_case(c, tokenizer, profile) for c in cases]
+    # many cases on a many-core machine (a GPU host): render in forked workers, order kept
+    import multiprocessing
+    from functools import partial
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return pool.map(partial(render_case, tokenizer=tokenizer, profile=profile), cases, chunksize=64)
 
 
 def _save_checkpoint(out: Path, trainable, optimizer, state: dict) -> None:
@@ -79,6 +87,7 @@ def export_adapter(trainable, out_dir: Path, config: FitConfig, summary: dict) -
         trainable.save_pretrained(str(tmp), safe_serialization=True)
     else:
         trainable.save_pretrained(str(tmp))
+        _weights_to_fp16(tmp / "adapter_model.safetensors")
     profile = {"prompt_profile": config.profile, "base": config.base, "training": summary,
                "config": asdict(config)}
     (tmp / PROFILE_FILE).write_text(json.dumps(profile, indent=2) + "\n")
@@ -87,14 +96,48 @@ def export_adapter(trainable, out_dir: Path, config: FitConfig, summary: dict) -
     return out_dir
 
 
-def _val_loss(lm, cases, gradient: str) -> float:
-    total, n = 0.0, 0
+def _weights_to_fp16(path: Path) -> None:
+    """LoRA factors in fp16: half the size on disk, and far below the precision that matters once the
+    delta is merged into the base weights at load."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = {k: v.to(torch.float16) if v.is_floating_point() else v for k, v in load_file(str(path)).items()}
+    save_file(tensors, str(path), metadata={"format": "pt"})
+
+
+def _validate(lm, cases, autocast=None) -> dict:
+    """Token-weighted loss over the validation cases, and ``exact``: the share of cases whose every
+    trained token is the model's argmax under teacher forcing. Such a case is decoded exactly by the
+    greedy, grammar-constrained decoder (the gold token is always legal, so the mask cannot change
+    an argmax that is already gold): a lower bound on free-run exact match, in one forward a case."""
+    total, n, exact = 0.0, 0, 0
     with torch.no_grad():
         for rc in cases:
-            loss, k = case_loss(lm, rc.ids, rc.loss_mask, "full")
+            loss, k, hits = batch_loss(lm, [rc], autocast, count_hits=True)
             total += float(loss) * k
             n += k
-    return total / max(1, n)
+            exact += int(hits == k)
+    return {"val_loss": round(total / max(1, n), 5), "val_exact": round(exact / max(1, len(cases)), 4)}
+
+
+def _fit_time_budget(config: FitConfig, state: dict, total: int, log) -> int:
+    """With ``time_budget_minutes``, shorten the run (once, after 20 updates) to what the measured
+    pace allows; the cosine schedule then decays over the shortened run. A run that still overruns the
+    budget by a fifth (the pace changed) stops at once and exports what it has. Returns the new total."""
+    if config.time_budget_minutes <= 0:
+        return total
+    if state["seconds"] > config.time_budget_minutes * 60 * 1.2:
+        log(f"time budget {config.time_budget_minutes} min overrun: stopping at update {state['update']}")
+        return state["update"]
+    if state["update"] != 20 or state.get("budgeted"):
+        return total
+    state["budgeted"] = True
+    pace = state["seconds"] / state["update"]
+    affordable = int(config.time_budget_minutes * 60 / pace)
+    if affordable >= total:
+        return total
+    log(f"time budget {config.time_budget_minutes} min at {pace:.2f} s/update: {affordable} of {total} updates")
+    return max(state["update"] + 1, affordable)
 
 
 def fit(config: FitConfig, *, log=print) -> Path:
@@ -109,15 +152,20 @@ def fit(config: FitConfig, *, log=print) -> Path:
     train = _render_all(data / "train.jsonl", loaded.tokenizer, config.profile, config.max_cases)
     val = _render_all(data / "val.jsonl", loaded.tokenizer, config.profile, config.val_cases) \
         if (data / "val.jsonl").is_file() and config.val_cases else []
-    order = plan(len(train), config, config.seed)
-    total_updates = max(1, len(order) // config.accum)
+    batches = plan_batches([len(rc.ids) for rc in train], config, config.seed)
+    total_updates = len(batches)
     if config.max_updates:
         total_updates = min(total_updates, config.max_updates)
     params = [p for p in trainable.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
     state = _load_checkpoint(out, trainable, optimizer) or {"update": 0, "position": 0, "seconds": 0.0}
+    total_updates = state.get("total_updates", total_updates)
     if state["update"]:
         log(f"resuming from update {state['update']}/{total_updates} (case {state['position']})")
+    device = next(lm.parameters()).device
+    autocast = torch.bfloat16 if device.type == "cuda" else None
+    log(f"{len(train)} cases, {total_updates} updates, device {device}, "
+        f"{sum(p.numel() for p in params) / 1e6:.2f}M trainable parameters")
     metrics = open(out / "metrics.jsonl", "a", encoding="utf-8")
     last_ckpt = time.monotonic()
     bar = _progress(total_updates, state["update"])
@@ -127,14 +175,18 @@ def fit(config: FitConfig, *, log=print) -> Path:
             lr = config.lr * lr_factor(state["update"], total_updates, config.warmup)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            batch = order[state["position"]:state["position"] + config.accum]
-            loss_sum, tokens = 0.0, 0
-            for idx in batch:
-                rc = train[idx]
-                loss, k = case_loss(lm, rc.ids, rc.loss_mask, config.gradient)
-                (loss / len(batch)).backward()
-                loss_sum += float(loss.detach())
-                tokens += len(rc.ids)
+            batch = batches[state["update"]]
+            loss_sum, tokens = 0.0, sum(len(train[i].ids) for i in batch)
+            if config.batch_tokens > 0:
+                loss, _ = batch_loss(lm, [train[i] for i in batch], autocast)
+                loss.backward()
+                loss_sum = float(loss.detach()) * len(batch)
+            else:
+                for idx in batch:
+                    rc = train[idx]
+                    loss, k = case_loss(lm, rc.ids, rc.loss_mask, config.gradient)
+                    (loss / len(batch)).backward()
+                    loss_sum += float(loss.detach())
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
@@ -147,11 +199,14 @@ def fit(config: FitConfig, *, log=print) -> Path:
             metrics.write(json.dumps(row) + "\n")
             metrics.flush()
             bar.update(1, row)
+            total_updates = _fit_time_budget(config, state, total_updates, log)
+            state["total_updates"] = total_updates
+            bar.total = total_updates
             if val and (state["update"] % config.val_every == 0 or state["update"] == total_updates):
-                v = _val_loss(lm, val, config.gradient)
-                metrics.write(json.dumps({"update": state["update"], "val_loss": round(v, 5)}) + "\n")
+                v = _validate(lm, val, autocast)
+                metrics.write(json.dumps({"update": state["update"], **v}) + "\n")
                 metrics.flush()
-                log(f"update {state['update']}: val_loss {v:.4f}")
+                log(f"update {state['update']}: val_loss {v['val_loss']:.4f}, val_exact {v['val_exact']:.3f}")
             if time.monotonic() - last_ckpt > config.checkpoint_minutes * 60 or state["update"] == total_updates:
                 _save_checkpoint(out, trainable, optimizer, {**state, "config": asdict(config)})
                 last_ckpt = time.monotonic()

@@ -97,3 +97,30 @@ def test_one_model_string_names_base_and_adapter(tiny_dir, data_dir, tmp_path):
     assert pair.base == str(tiny_dir) and pair.adapter == adapter.resolve() and pair.profile == "short"
     with pytest.raises(AdapterError, match="not an adapter directory"):
         choose(f"{tiny_dir}+{tmp_path / 'nothing'}")
+
+
+def test_padded_batch_loss_equals_the_per_case_losses(tiny_dir, real_tokenizer):
+    """Right padding changes nothing: a batch's token-weighted loss is the per-case losses combined."""
+    import torch
+
+    from engine.model import load_model
+    from training.fit import batch_loss, case_loss
+    from training.render import render_case
+
+    lm = load_model(str(tiny_dir), "cpu", adapter="none").model
+    cases = [EditCase("bugfix", "operator", "python", DOC, "Fix the bug in add.", DOC.replace("a - b", "a + b")),
+             EditCase("noop", "noop", "python", DOC[:30], "Leave it.", DOC[:30])]
+    rendered = [render_case(c, real_tokenizer) for c in cases]
+    with torch.no_grad():
+        parts = [case_loss(lm, rc.ids, rc.loss_mask, "full") for rc in rendered]
+        together, n = batch_loss(lm, rendered)
+    assert n == sum(k for _, k in parts)
+    expected = sum(float(loss) * k for loss, k in parts) / n
+    assert float(together) == pytest.approx(expected, rel=1e-4)
+
+
+def test_batched_fit_learns_and_is_deterministic(tiny_dir, data_dir, tmp_path):
+    _, a = _fit(tiny_dir, data_dir, tmp_path / "a", max_updates=6, lr=1e-2, batch_tokens=4096)
+    assert min(a[-2:]) < min(a[:2]), a
+    _, b = _fit(tiny_dir, data_dir, tmp_path / "b", max_updates=6, lr=1e-2, batch_tokens=4096)
+    assert b == a                          # same batches, same order, same losses
