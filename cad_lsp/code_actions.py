@@ -17,6 +17,7 @@ from typing import Any
 from lsprotocol import types
 
 from .commands import APPLY_EDIT
+from .documents import DocumentUnavailableError, take_snapshot
 from .instruction_comments import find_instruction_comments
 from .positions import range_to_line_range
 
@@ -39,11 +40,15 @@ def _range_json(rng: types.Range) -> dict:
             "end": {"line": rng.end.line, "character": rng.end.character}}
 
 
-def code_actions(ls: Any, params: types.CodeActionParams) -> list[types.CodeAction]:
+async def code_actions(ls: Any, params: types.CodeActionParams) -> list[types.CodeAction]:
     if not _wanted(params.context.only if params.context else None):
         return []
     uri = params.text_document.uri
-    text = ls.workspace.get_text_document(uri).source
+    try:  # an unopened document is read only inside the workspace, off the event loop
+        text = (await take_snapshot(ls, uri)).text
+    except DocumentUnavailableError as exc:
+        ls.log(f"codeAction: {exc}", types.MessageType.Warning)
+        return []
     rng = params.range
     has_selection = rng.start != rng.end
     base: dict = {"uri": uri}

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import threading
 import time
 from typing import Any
 
@@ -36,7 +35,7 @@ import engine.api as _engine_api
 from engine.api import EditCancelled, EditRequest, EngineError
 from engine.grammar import serialize
 
-from .arguments import EditArgs, parse_edit_args
+from .arguments import EditArgs, check_unicode, parse_edit_args
 from .diffs import unified_diff
 from .errors import CommandArgumentError, CommandRefusedError, EngineCommandError
 from .instruction_comments import drop_line_from_program, locate_comment
@@ -44,8 +43,9 @@ from .positions import range_to_line_range
 from .progress import EditProgress
 from .protocol import COMMAND_PARAMS
 from .textedits import program_to_edits
-from .versioned_apply import DocumentUnavailableError, apply_versioned, client_can_apply_edits, snapshot
-from .worker import EditJob
+from .documents import DocumentUnavailableError, take_snapshot
+from .versioned_apply import apply_versioned, client_can_apply_edits
+from .worker import CancelSignal, EditJob
 
 # Engine errors whose message tells the user what to do (ModelLoadError once engine.api
 # re-exports it; until then it is reported as an internal error, message included).
@@ -101,21 +101,25 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
     t0 = time.perf_counter()
     args = parse_edit_args(command, arguments)
     _check_preconditions(ls, command, args, apply)
+    check_unicode(args.instruction, "the instruction", "Retype the instruction.")
     try:
-        snap = snapshot(ls, args.uri)
+        snap = await take_snapshot(ls, args.uri)
     except DocumentUnavailableError as exc:
         raise CommandArgumentError(str(exc)) from None
+    check_unicode(snap.text, f"the document {args.uri}",
+                  "Fix that character (or the file's encoding) and run the command again.")
     request = _build_request(ls, args, snap.text)
-    cancel = threading.Event()
+    cancel = CancelSignal()
     request_id = ls.protocol.msg_id
     ls.register_cancel(request_id, cancel)
     params = COMMAND_PARAMS.get()
     client_token = params.work_done_token if params is not None else None
-    progress = await EditProgress.start(ls, client_token, cancel, "Copy-as-Decode", "queued")
+    progress = await EditProgress.start(ls, client_token, cancel, "Copy-as-Decode", "queued",
+                                        create_timeout=min(5.0, ls.settings.apply_edit_timeout))
     try:
         job = _submit(ls, request, cancel, progress)
         try:
-            result = await asyncio.wrap_future(job.future)
+            result = await _outcome(job, cancel)
         except asyncio.CancelledError:
             cancel.set()
             progress.end("cancelled")
@@ -128,7 +132,7 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             progress.end(f"failed: {exc}")
             ls.show(f"Copy-as-Decode: {exc}", types.MessageType.Error)
             raise EngineCommandError(str(exc), type(exc).__name__) from None
-        except Exception as exc:  # an engine bug: still tell the user, keep the traceback
+        except Exception as exc:  # an engine bug: tell the user; the traceback stays in the server log
             progress.end(f"failed: {type(exc).__name__}: {exc}")
             ls.show(f"Copy-as-Decode internal error: {type(exc).__name__}: {exc}", types.MessageType.Error)
             raise
@@ -161,22 +165,45 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             progress.end("not applied: truncated")
             reply.update(applied=False, message=message, discarded=False, truncated=True)
             return reply
-        outcome = await apply_versioned(ls, snap, plan.edits, f"cad: {request.instruction}")
+        if cancel.is_set():  # cancelled after the decode finished: nothing has been sent yet
+            progress.end("cancelled")
+            raise JsonRpcRequestCancelled(message=f"{command} was cancelled before its edit was sent")
+        outcome = await apply_versioned(ls, snap, plan.edits, f"cad: {request.instruction}",
+                                        timeout=ls.settings.apply_edit_timeout, request_id=request_id)
         if result.warnings and outcome.applied:
             ls.show("Copy-as-Decode: " + "; ".join(result.warnings), types.MessageType.Warning)
-        if outcome.discarded:
+        if outcome.discarded or outcome.unconfirmed:
             ls.show(f"Copy-as-Decode: {outcome.message}", types.MessageType.Warning)
         stats["server_ms"] = (time.perf_counter() - t0) * 1000.0
         _log_stats(ls, command, args.uri, stats, outcome.message)
         progress.end(outcome.message)
         reply.update(applied=outcome.applied, message=outcome.message, discarded=outcome.discarded)
+        if outcome.unconfirmed:
+            reply["unconfirmed"] = True
         return reply
     finally:
         progress.end("done")
         ls.unregister_cancel(request_id)
 
 
-def _submit(ls: Any, request: EditRequest, cancel: threading.Event, progress: EditProgress) -> EditJob:
+async def _outcome(job: EditJob, cancel: CancelSignal):
+    """The job's result, or ``EditCancelled`` as soon as ``cancel`` is set (queued or running):
+    the engine stops at its next forward on its own; the client need not wait for that."""
+    result = asyncio.wrap_future(job.future)
+    cancelled = cancel.wait_async()
+    try:
+        await asyncio.wait({result, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        cancelled.cancel()
+    if result.done() and not cancel.is_set():
+        return result.result()
+    result.add_done_callback(lambda f: f.cancelled() or f.exception())  # consumed, never "unretrieved"
+    if job.started_at is None:
+        raise EditCancelled("the edit was cancelled while it was queued")
+    raise EditCancelled("the edit was cancelled while decoding")
+
+
+def _submit(ls: Any, request: EditRequest, cancel: CancelSignal, progress: EditProgress) -> EditJob:
     settings = ls.settings
 
     def on_position(position: int) -> None:

@@ -14,7 +14,9 @@ from lsprotocol import types
 
 from .settings import SECTION, SettingsError
 
-__all__ = ["on_initialize", "on_initialized", "on_did_change_configuration"]
+__all__ = ["on_initialize", "on_initialized", "on_did_change_configuration", "CONFIGURATION_TIMEOUT_S"]
+
+CONFIGURATION_TIMEOUT_S = 10.0
 
 
 def _apply(ls: Any, options: Any, source: str) -> None:
@@ -43,8 +45,9 @@ async def _fetch(ls: Any) -> None:
     if not _supports_configuration(ls):
         return
     try:
-        values = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
+        values = await ls.protocol.request(  # a client that never answers must not block preload
+            types.WORKSPACE_CONFIGURATION,
+            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]), CONFIGURATION_TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - a client may not answer; keep current settings
         ls.log(f"workspace/configuration failed: {exc}", types.MessageType.Warning)
         return

@@ -4,8 +4,8 @@ Owns the LSP progress protocol for a command:
 
 * the client's ``workDoneToken`` (from ``ExecuteCommandParams``) is used when given;
   otherwise, if the client supports ``window.workDoneProgress``, a server token
-  ``cad-<uuid>`` is created with ``window/workDoneProgress/create``; otherwise progress is
-  silent (all methods are no-ops);
+  ``cad-<uuid>`` is created with ``window/workDoneProgress/create`` (answered within a
+  timeout, else no progress); otherwise progress is silent (all methods are no-ops);
 * ``begin`` is ``cancellable``; ``window/workDoneProgress/cancel`` for the token sets the
   edit's cancel event (pygls cancels the token's future; we watch it);
 * reports from the worker thread go through ``loop.call_soon_threadsafe`` and are throttled
@@ -40,14 +40,20 @@ class EditProgress:
 
     @classmethod
     async def start(cls, ls: Any, client_token: types.ProgressToken | None, cancel: threading.Event,
-                    title: str, message: str) -> "EditProgress":
-        """Choose the token (client's, else a created one, else none) and send ``begin``."""
+                    title: str, message: str, *, create_timeout: float = 5.0) -> "EditProgress":
+        """Choose the token (client's, else a created one, else none) and send ``begin``.
+
+        ``window/workDoneProgress/create`` is awaited at most ``create_timeout`` seconds: a
+        client that never answers it used to hang the command before the decode even started."""
         token = client_token
         if token is None and _client_supports_progress(ls):
             token = f"cad-{uuid.uuid4().hex[:12]}"
             try:
-                await ls.work_done_progress.create_async(token)
-            except Exception:  # noqa: BLE001 - a client may refuse; edit without progress
+                await ls.protocol.request(types.WINDOW_WORK_DONE_PROGRESS_CREATE,
+                                          types.WorkDoneProgressCreateParams(token=token), create_timeout)
+            except Exception as exc:  # noqa: BLE001 - a client may refuse or not answer; edit without progress
+                ls.log(f"no progress for this edit: window/workDoneProgress/create failed ({exc})",
+                       types.MessageType.Warning)
                 token = None
         progress = cls(ls, token, cancel, asyncio.get_running_loop())
         if token is not None:

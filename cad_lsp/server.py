@@ -3,7 +3,8 @@
 Owns :class:`CadLanguageServer` (settings, the engine worker, cancel registry, message
 helpers) and :func:`build_server`, which wires LSP methods to one module per concern:
 code actions (:mod:`cad_lsp.code_actions`), commands (:mod:`cad_lsp.commands`), settings
-(:mod:`cad_lsp.configuration`). Documents are synced in full (``TextDocumentSyncKind.Full``)
+(:mod:`cad_lsp.configuration`), the protocol rules (:mod:`cad_lsp.protocol`) and the stdio
+transport (:mod:`cad_lsp.transport`). Documents are synced in full (``TextDocumentSyncKind.Full``)
 so the server's snapshot is byte-exact for any line-break characters.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pygls.lsp.server import LanguageServer
 from . import code_actions, commands, configuration
 from .protocol import CadProtocol
 from .settings import Settings
+from .transport import serve_stdio
 from .worker import EngineWorker
 
 __all__ = ["CadLanguageServer", "build_server", "NAME", "VERSION"]
@@ -70,6 +72,25 @@ class CadLanguageServer(LanguageServer):
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
+    def log_framing_error(self, message: str) -> None:
+        log.warning("framing error: %s", message)
+        self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning,
+                                                       message=f"cad-lsp framing error: {message}"))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Log errors outside a request (pygls showed them to the user as "Error in server")."""
+        log.error("%s: %s", getattr(source, "__name__", source), error)
+        try:
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Error,
+                                                           message=f"cad-lsp: {type(error).__name__}: {error}"))
+        except Exception:  # noqa: BLE001 - reporting must never raise
+            pass
+
+    # -- transport ----------------------------------------------------------------------------
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        """Serve on stdio with the hardened transport (:mod:`cad_lsp.transport`)."""
+        serve_stdio(self, stdin, stdout)
+
 
 def build_server(settings: Settings | None = None, *, preload: bool = False,
                  engine_factory: Callable | None = None) -> CadLanguageServer:
@@ -89,12 +110,6 @@ def build_server(settings: Settings | None = None, *, preload: bool = False,
     server.command(commands.PREVIEW_EDIT)(commands.preview_edit)
     server.command(commands.CANCEL_ALL)(commands.cancel_all)
 
-    @server.feature(types.SHUTDOWN)
-    def _shutdown(ls: CadLanguageServer, params: Any) -> None:
-        ls.worker.cancel_all()
-
-    @server.feature(types.EXIT)
-    def _exit(ls: CadLanguageServer, params: Any) -> None:
-        ls.worker.stop(timeout=5.0)
-
+    # shutdown/exit: cad_lsp.protocol (cancel the edits, stop serving) and cad_lsp.transport
+    # (stop the engine thread, end the process).
     return server

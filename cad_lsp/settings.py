@@ -10,6 +10,10 @@ Owns the ``cad`` settings section and its validation. Keys (camelCase, as client
 * ``applyTruncated``: bool, default false. A program cut off by ``maxNewTokens`` is incomplete
   (everything after the cut would be lost), so ``cad.applyEdit`` refuses it unless this is true;
   ``cad.previewEdit`` always shows it, with a warning.
+* ``applyEditTimeout``: seconds (> 0, default 30) to wait for the client's answer to
+  ``workspace/applyEdit``; without an answer the command reports that the edit is unconfirmed
+  instead of waiting forever. ``window/workDoneProgress/create`` waits at most
+  ``min(5, applyEditTimeout)`` s, then the edit runs without progress.
 
 ``initializationOptions`` may hold the keys directly or under ``{"cad": {...}}``.
 Unknown keys are ignored (listed in :attr:`Settings.merge` warnings), wrong values raise
@@ -32,7 +36,8 @@ except ImportError:  # pragma: no cover - engine.api not available yet
 _KEYS = {"model": "model", "device": "device", "strategy": "strategy",
          "maxNewTokens": "max_new_tokens", "max_new_tokens": "max_new_tokens",
          "resolverMode": "resolver_mode", "resolver_mode": "resolver_mode",
-         "applyTruncated": "apply_truncated", "apply_truncated": "apply_truncated"}
+         "applyTruncated": "apply_truncated", "apply_truncated": "apply_truncated",
+         "applyEditTimeout": "apply_edit_timeout", "apply_edit_timeout": "apply_edit_timeout"}
 
 
 class SettingsError(ValueError):
@@ -47,6 +52,7 @@ class Settings:
     max_new_tokens: int | None = None      # None: auto (the document's tokens + a margin)
     resolver_mode: str = "clipped"
     apply_truncated: bool = False
+    apply_edit_timeout: float = 30.0
 
     def merge(self, options: Mapping[str, Any] | None, *, source: str) -> tuple["Settings", list[str]]:
         """A copy with ``options`` applied; returns it and warnings about ignored keys."""
@@ -64,7 +70,8 @@ class Settings:
             field = _KEYS.get(key)
             if field is None:
                 warnings.append(f"{source}: unknown setting {SECTION}.{key} ignored "
-                                f"(known: model, device, strategy, maxNewTokens, resolverMode, applyTruncated)")
+                                f"(known: model, device, strategy, maxNewTokens, resolverMode, applyTruncated, "
+                                f"applyEditTimeout)")
                 continue
             changes[field] = _validate(field, value, key, source)
         return replace(self, **changes), warnings
@@ -78,6 +85,10 @@ def _validate(field: str, value: Any, key: str, source: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SettingsError(f"{where} must be a positive integer or \"auto\" (decode budget per edit)")
         return value
+    if field == "apply_edit_timeout":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
+            raise SettingsError(f"{where} must be a number of seconds between 0 and 86400")
+        return float(value)
     if field == "apply_truncated":
         if not isinstance(value, bool):
             raise SettingsError(f"{where} must be true or false")

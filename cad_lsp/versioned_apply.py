@@ -1,14 +1,19 @@
-"""Versioned ``workspace/applyEdit``: apply only to the document version that was decoded.
+"""Versioned ``workspace/applyEdit``: apply only to the document that was decoded, and say what happened.
 
-Owns snapshots and the apply step:
+Owns the apply step:
 
-* :func:`snapshot` captures (uri, text, version) before the decode starts;
-* :func:`apply_versioned` checks the current version against the snapshot's and DISCARDS
-  the edit when they differ (the outcome says so; nothing is sent); otherwise it sends a
-  ``TextDocumentEdit`` whose ``OptionalVersionedTextDocumentIdentifier`` carries the
-  snapshot's version, so the client also rejects it if the document moved on in transit.
-  Clients without ``workspace.workspaceEdit.documentChanges`` get a plain ``changes`` map
-  (the version check above still ran).
+* :func:`apply_versioned` asks :func:`cad_lsp.documents.changed_since` whether the document is
+  still the snapshot (version, document-sync generation and text) and DISCARDS the edit when it
+  is not (the outcome says why; nothing is sent). Otherwise it sends a ``TextDocumentEdit`` whose
+  ``OptionalVersionedTextDocumentIdentifier`` carries the snapshot's version, so the client also
+  rejects it if the document moved on in transit. Clients without
+  ``workspace.workspaceEdit.documentChanges`` get a plain ``changes`` map.
+* The client's answer is awaited for at most ``timeout`` seconds (setting
+  ``applyEditTimeout``): a client that never answers used to wedge the command forever. No
+  answer, an error answer or an answer that is not an ``ApplyWorkspaceEditResult`` give an
+  outcome with ``unconfirmed=True`` whose message says the edit may or may not have been applied.
+* While the request is pending its command's id is in ``protocol.applying``: a cancel then no
+  longer pretends to stop the edit (see :mod:`cad_lsp.protocol`).
 """
 from __future__ import annotations
 
@@ -16,47 +21,20 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
-__all__ = ["DocumentUnavailableError", "Snapshot", "ApplyOutcome", "snapshot", "apply_versioned", "client_can_apply_edits"]
+from .documents import DocumentUnavailableError, Snapshot, changed_since
+from .protocol import ClientTimeoutError
 
-
-@dataclass(frozen=True)
-class Snapshot:
-    uri: str
-    text: str
-    version: int | None  # None: the document is not open in the client (read from disk)
+__all__ = ["DocumentUnavailableError", "Snapshot", "ApplyOutcome", "apply_versioned", "client_can_apply_edits"]
 
 
 @dataclass(frozen=True)
 class ApplyOutcome:
     applied: bool
     message: str
-    discarded: bool = False  # the document changed while decoding
-
-
-class DocumentUnavailableError(LookupError):
-    """The document is neither open in the client nor readable from disk."""
-
-
-def snapshot(ls: Any, uri: str) -> Snapshot:
-    """The document's text and version now (an unopened file is read from disk, version None)."""
-    document = ls.workspace.get_text_document(uri)
-    try:
-        text = document.source
-    except OSError as exc:
-        raise DocumentUnavailableError(
-            f"{uri} is not open in the editor and cannot be read from disk ({exc}); "
-            "open the document (textDocument/didOpen) before running the command") from None
-    return Snapshot(uri, text, document.version)
-
-
-def current_version(ls: Any, uri: str) -> int | None:
-    document = ls.workspace.text_documents.get(uri)
-    if document is None:
-        from urllib.parse import unquote
-
-        document = ls.workspace.text_documents.get(unquote(uri))
-    return None if document is None else document.version
+    discarded: bool = False    # the document changed while decoding; nothing was sent
+    unconfirmed: bool = False  # sent, but the client's answer is missing or unreadable
 
 
 def client_can_apply_edits(ls: Any) -> bool:
@@ -70,12 +48,13 @@ def _supports_document_changes(ls: Any) -> bool:
     return bool(edit is not None and edit.document_changes)
 
 
-async def apply_versioned(ls: Any, snap: Snapshot, edits: Sequence[types.TextEdit], label: str) -> ApplyOutcome:
-    """Send the edits for ``snap`` unless the document changed since; never to another version."""
-    now = current_version(ls, snap.uri)
-    if now != snap.version:
-        return ApplyOutcome(False, f"{snap.uri} changed while decoding (version {snap.version} -> {now}); "
-                                   "the edit was discarded, run it again on the current text", discarded=True)
+async def apply_versioned(ls: Any, snap: Snapshot, edits: Sequence[types.TextEdit], label: str, *,
+                          timeout: float, request_id: Any = None) -> ApplyOutcome:
+    """Send the edits for ``snap`` unless the document changed since; never to another document."""
+    reason = await changed_since(ls, snap)
+    if reason is not None:
+        return ApplyOutcome(False, f"{snap.uri} changed while decoding ({reason}); the edit was discarded, "
+                                   "run it again on the current text", discarded=True)
     if not edits:
         return ApplyOutcome(True, "no change: the edit reproduces the document")
     if _supports_document_changes(ls):
@@ -84,8 +63,23 @@ async def apply_versioned(ls: Any, snap: Snapshot, edits: Sequence[types.TextEdi
             types.TextDocumentEdit(text_document=identifier, edits=list(edits))])
     else:
         workspace_edit = types.WorkspaceEdit(changes={snap.uri: list(edits)})
-    result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=workspace_edit, label=label))
+    params = types.ApplyWorkspaceEditParams(edit=workspace_edit, label=label)
+    unknown = "whether the client applied the edit is unknown: check the document (undo if it is wrong)"
+    protocol = ls.protocol
+    if request_id is not None:
+        protocol.applying.add(request_id)
+    try:
+        result = await protocol.request(types.WORKSPACE_APPLY_EDIT, params, timeout)
+    except ClientTimeoutError as exc:
+        return ApplyOutcome(False, f"{exc}; {unknown}", unconfirmed=True)
+    except JsonRpcException as exc:
+        return ApplyOutcome(False, f"the client answered workspace/applyEdit with an error ({exc.message}); "
+                                   f"{unknown}", unconfirmed=True)
+    finally:
+        protocol.applying.discard(request_id)
+    if not isinstance(result, types.ApplyWorkspaceEditResult):
+        return ApplyOutcome(False, f"the client's answer to workspace/applyEdit is not an "
+                                   f"ApplyWorkspaceEditResult ({result!r:.100}); {unknown}", unconfirmed=True)
     if result.applied:
         return ApplyOutcome(True, f"applied {len(edits)} edit(s) to {snap.uri} (version {snap.version})")
-    reason = result.failure_reason or "no reason given"
-    return ApplyOutcome(False, f"the client did not apply the edit: {reason}")
+    return ApplyOutcome(False, f"the client did not apply the edit: {result.failure_reason or 'no reason given'}")
