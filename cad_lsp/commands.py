@@ -39,6 +39,7 @@ from .arguments import EditArgs, check_unicode, parse_edit_args
 from .diffs import unified_diff
 from .errors import CommandArgumentError, CommandRefusedError, EngineCommandError
 from .instruction_comments import drop_line_from_program, locate_comment
+from . import preview_cache
 from .positions import range_to_line_range
 from .progress import EditProgress
 from .protocol import COMMAND_PARAMS
@@ -152,6 +153,7 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
                  "warnings": list(result.warnings), "method": plan.method}
         if not apply:
             reply["diff"] = unified_diff(snap.text, plan.new_text, args.uri)
+            reply.update(preview_cache.remember(ls, snap, plan, result, request))  # for cad.applyPreview
             progress.end("preview ready")
             _log_stats(ls, command, args.uri, stats, "previewed")
             return reply

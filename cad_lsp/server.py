@@ -17,7 +17,7 @@ from typing import Any, Callable
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from . import code_actions, commands, configuration
+from . import code_actions, commands, configuration, preview_cache
 from .protocol import CadProtocol
 from .settings import Settings
 from .transport import serve_stdio
@@ -109,6 +109,7 @@ def build_server(settings: Settings | None = None, *, preload: bool = False,
     server.command(commands.APPLY_EDIT)(commands.apply_edit)
     server.command(commands.PREVIEW_EDIT)(commands.preview_edit)
     server.command(commands.CANCEL_ALL)(commands.cancel_all)
+    server.command(preview_cache.APPLY_PREVIEW)(preview_cache.apply_preview)
 
     # shutdown/exit: cad_lsp.protocol (cancel the edits, stop serving) and cad_lsp.transport
     # (stop the engine thread, end the process).

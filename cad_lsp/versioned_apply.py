@@ -6,7 +6,10 @@ Owns the apply step:
   still the snapshot (version, document-sync generation and text) and DISCARDS the edit when it
   is not (the outcome says why; nothing is sent). Otherwise it sends a ``TextDocumentEdit`` whose
   ``OptionalVersionedTextDocumentIdentifier`` carries the snapshot's version, so the client also
-  rejects it if the document moved on in transit. Clients without
+  rejects it if the document moved on in transit.
+  If it changed only by edits that do not overlap the lines the edit rewrites (typing elsewhere),
+  the edits are rebased onto the current text and sent against the current version instead
+  (:mod:`cad_lsp.rebase`); an overlap discards, with a message naming the lines. Clients without
   ``workspace.workspaceEdit.documentChanges`` get a plain ``changes`` map.
 * The client's answer is awaited for at most ``timeout`` seconds (setting
   ``applyEditTimeout``): a client that never answers used to wedge the command forever. No
@@ -25,6 +28,7 @@ from pygls.exceptions import JsonRpcException
 
 from .documents import DocumentUnavailableError, Snapshot, changed_since
 from .protocol import ClientTimeoutError
+from .rebase import rebase_onto_current
 
 __all__ = ["DocumentUnavailableError", "Snapshot", "ApplyOutcome", "apply_versioned", "client_can_apply_edits"]
 
@@ -52,9 +56,13 @@ async def apply_versioned(ls: Any, snap: Snapshot, edits: Sequence[types.TextEdi
                           timeout: float, request_id: Any = None) -> ApplyOutcome:
     """Send the edits for ``snap`` unless the document changed since; never to another document."""
     reason = await changed_since(ls, snap)
-    if reason is not None:
-        return ApplyOutcome(False, f"{snap.uri} changed while decoding ({reason}); the edit was discarded, "
-                                   "run it again on the current text", discarded=True)
+    rebased_from = None
+    if reason is not None:  # typing elsewhere keeps the edit: rebase it (cad_lsp.rebase)
+        rebased = rebase_onto_current(ls, snap, edits)
+        if rebased.edits is None:
+            return ApplyOutcome(False, f"{snap.uri} changed while decoding ({reason}; {rebased.why}); the edit "
+                                       "was discarded, run it again on the current text", discarded=True)
+        rebased_from, snap, edits = snap.version, rebased.snapshot, rebased.edits
     if not edits:
         return ApplyOutcome(True, "no change: the edit reproduces the document")
     if _supports_document_changes(ls):
@@ -81,5 +89,6 @@ async def apply_versioned(ls: Any, snap: Snapshot, edits: Sequence[types.TextEdi
         return ApplyOutcome(False, f"the client's answer to workspace/applyEdit is not an "
                                    f"ApplyWorkspaceEditResult ({result!r:.100}); {unknown}", unconfirmed=True)
     if result.applied:
-        return ApplyOutcome(True, f"applied {len(edits)} edit(s) to {snap.uri} (version {snap.version})")
+        rebase_note = "" if rebased_from is None else f", rebased over your changes since version {rebased_from}"
+        return ApplyOutcome(True, f"applied {len(edits)} edit(s) to {snap.uri} (version {snap.version}{rebase_note})")
     return ApplyOutcome(False, f"the client did not apply the edit: {result.failure_reason or 'no reason given'}")
