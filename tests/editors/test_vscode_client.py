@@ -136,3 +136,52 @@ def test_real_client_spawns_real_server_and_applies_a_code_action(vscode_extensi
     log = report["output"]["Copy-as-Decode"]
     assert "it/s" not in log and "%|" not in log, "model-loading progress bars reached the client log"
     assert report["server_exit"]["code"] == 0
+
+
+# -- against the real cad_lsp server with a deterministic engine (tests/editors/fake_engine_lsp.py) --
+
+FAKE_ENGINE = Path(__file__).with_name("fake_engine_lsp.py")
+LINE2 = {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 5}}
+
+
+def run_fake_engine(vscode_extension, tmp_path, config: dict) -> tuple[dict, list[str]]:
+    import os
+    log = tmp_path / "decodes.log"
+    os.environ["FAKE_ENGINE_LOG"] = str(log)
+    try:
+        settings = {"copyAsDecode.server.command": sys.executable, "copyAsDecode.server.args": [str(FAKE_ENGINE)]}
+        report = run_driver(vscode_extension, {"settings": settings, **config}, timeout_s=90)
+    finally:
+        os.environ.pop("FAKE_ENGINE_LOG", None)
+    return report, (log.read_text().splitlines() if log.exists() else [])
+
+
+def test_preview_then_apply_decodes_once_on_the_real_server(vscode_extension, tmp_path, doc):
+    report, decodes = run_fake_engine(vscode_extension, tmp_path, {
+        "scenario": "preview_apply", "file": str(doc), "answers": ["upper"], "choices": ["Apply"]})
+    outcome = report["outcome"]
+    assert outcome["preview"]["previewId"] and outcome["preview"]["newText"] == SOURCE.upper()
+    assert outcome["applied"]["applied"] is True and outcome["applied"]["reusedPreview"] is True, outcome
+    assert report["after"] == SOURCE.upper()
+    assert decodes == ["upper"], "apply after preview must reuse the computed program, not decode again"
+
+
+def test_typing_elsewhere_while_decoding_keeps_the_edit(vscode_extension, tmp_path, doc):
+    typed = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 3}}, "text": "async def"}
+    report, _ = run_fake_engine(vscode_extension, tmp_path, {
+        "scenario": "code_action", "file": str(doc), "action_title": "Apply edit instruction…",
+        "answers": ["slow upper"], "range": LINE2, "type_at": typed})
+    result = report["result"]
+    assert result["applied"] is True and "rebased over your changes" in result["message"], result
+    assert report["after"] == "async def add(a, b):\n    TOTAL = A - B\n    return total\n"
+
+
+def test_typing_on_the_edited_lines_discards_the_edit(vscode_extension, tmp_path, doc):
+    typed = {"range": {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 9}}, "text": "sum"}
+    report, _ = run_fake_engine(vscode_extension, tmp_path, {
+        "scenario": "code_action", "file": str(doc), "action_title": "Apply edit instruction…",
+        "answers": ["slow upper"], "range": LINE2, "type_at": typed})
+    result = report["result"]
+    assert result["applied"] is False and result["discarded"] is True, result
+    assert "overlap line(s) 2" in result["message"], result["message"]
+    assert report["after"] == SOURCE.replace("total = a", "sum = a"), "the user's typing must stay, the edit must not land"
