@@ -17,7 +17,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clients.atomic_write import ChangedOnDiskError, atomic_replace, clean_stale_temp_files, content_hash
+from clients.atomic_write import (
+    ChangedOnDiskError, ReadOnlyFileError, atomic_replace, clean_stale_temp_files, content_hash, is_read_only,
+)
 from clients.edit_backends import (BackendError, BackendStartError, InProcessBackend, LspBackend,
                                    load_backend_factory)
 from clients.jobs import Job, JobsFileError, OutsideRootError, confine, read_jobs_file
@@ -80,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--write", action="store_true", help="write edits in place, atomically")
     p.add_argument("--allow-truncated", action="store_true",
                    help="with --write, also write results whose program hit --max-new-tokens (refused by default)")
+    p.add_argument("--allow-read-only", action="store_true",
+                   help="with --write, also replace read-only files (refused by default; the mode is kept)")
     p.add_argument("--root", type=Path, default=None, help="refuse paths outside this directory (default: cwd)")
     p.add_argument("--no-resume", action="store_true", help="ignore the journal; redo every job")
     p.add_argument("--journal", type=Path, help=f"journal path (default: {JOURNAL_NAME} beside --jobs, else in --root)")
@@ -155,6 +159,11 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
     if not path.is_file():
         report.status, report.detail = "refused", f"{path}: not a regular file"
         return
+    if args.write and not args.allow_read_only and is_read_only(path):
+        report.status = "refused"
+        report.detail = (f"{path}: read-only (mode {path.stat().st_mode & 0o7777:04o}); not edited. Make it "
+                         "writable or pass --allow-read-only to replace it anyway")
+        return
     data = path.read_bytes()
     before = content_hash(data)
     if journal is not None and not args.no_resume and journal.is_done(job, before):
@@ -204,8 +213,9 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
         journal.record(job, before, content_hash(new_data))
     if new_data != data:
         try:
-            atomic_replace(path, new_data, expected_hash=before)
-        except ChangedOnDiskError as exc:
+            atomic_replace(path, new_data, expected_hash=before, allow_read_only=args.allow_read_only,
+                           on_temp=journal.record_temp if journal is not None else None)
+        except (ChangedOnDiskError, ReadOnlyFileError) as exc:
             report.status, report.detail = "refused", str(exc)
             return
     report.status = "truncated" if truncated else "ok" if new_data != data else "unchanged"
@@ -267,8 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     journal = None
     if args.write:  # always journal; --no-resume only stops the skipping
         journal = Journal(args.journal or ((args.jobs.resolve().parent if args.jobs else root) / JOURNAL_NAME))
-        for directory in sorted({j.path.parent for j, _ in runnable}):
-            clean_stale_temp_files(directory)
+        clean_stale_temp_files(journal.stale_temp_files())  # only what a killed run journaled
 
     progress = ProgressBar(len(runnable), label="cad-apply", enabled=not args.quiet)
     backend = None
