@@ -204,6 +204,37 @@ function scenarios.cancel(buf)
   report.after = lines(buf)
 end
 
+-- :CadPreview, then `a` in the preview window: applies the previewed program (cad.applyPreview).
+function scenarios.preview_apply(buf)
+  vim.cmd('CadPreview ' .. cfg.instruction)
+  local done = wait_event('CadPreviewDone', 1)
+  report.preview_done = done
+  report.preview_winbar = vim.wo.winbar
+  report.preview_lines = lines(done.preview_bufnr)
+  if cfg.type_before_apply then
+    local row = cfg.type_before_apply.line
+    vim.api.nvim_buf_set_lines(buf, row, row + 1, true, { cfg.type_before_apply.text })
+    vim.wait(400) -- let the didChange go out (debounced)
+  end
+  vim.api.nvim_feedkeys('a', 'x', false)
+  report.done = wait_event('CadEditDone', 1)
+  report.after = lines(buf)
+  report.current_buf_is_source = vim.api.nvim_get_current_buf() == buf
+end
+
+-- :CadEdit on lines cfg.line1..cfg.line2, then change line cfg.type_line (1-based) while it decodes.
+function scenarios.type_elsewhere(buf)
+  vim.cmd(('%d,%dCadEdit %s'):format(cfg.line1, cfg.line2, cfg.instruction))
+  wait('progress to begin', progress_began, cfg.progress_timeout_ms or cfg.timeout_ms)
+  vim.api.nvim_buf_set_lines(buf, cfg.type_line - 1, cfg.type_line, true, { cfg.type_text })
+  vim.o.undolevels = vim.o.undolevels -- an undo break, as between a user's keystrokes and the edit
+  report.typed = true
+  report.done = wait_event('CadEditDone', 1)
+  report.after = lines(buf)
+  vim.cmd('silent undo')
+  report.after_undo = lines(buf)
+end
+
 -- Open cfg.others (paths) after the first file and record which client each buffer got.
 function scenarios.clients_per_root(buf)
   local ids = { vim.lsp.get_clients({ bufnr = buf, name = 'cad' })[1].id }

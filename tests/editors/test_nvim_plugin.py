@@ -200,3 +200,48 @@ vim.list_extend(out, vim.api.nvim_buf_get_lines(0, 0, -1, false))
 """)
     assert "server command: " + sys.executable in out
     assert "`no-such-cad-lsp` is not executable" in out
+
+
+# -- against the real cad_lsp server with a deterministic engine (tests/editors/fake_engine_lsp.py) --
+
+FAKE_ENGINE = Path(__file__).with_name("fake_engine_lsp.py")
+
+
+def run_engine(tmp_path: Path, scenario: str, doc: Path, **config) -> tuple[dict, list[str]]:
+    log = tmp_path / "decodes.log"
+    report = run_scenario(tmp_path, scenario, file=doc, cmd=[sys.executable, str(FAKE_ENGINE)], timeout_s=90,
+                          env={"FAKE_ENGINE_LOG": str(log)}, **config)
+    return report, (log.read_text().splitlines() if log.exists() else [])
+
+
+def test_preview_then_apply_with_a_decodes_once(tmp_path, doc):
+    report, decodes = run_engine(tmp_path, "preview_apply", doc, instruction="upper")
+    assert "a: apply" in report["preview_winbar"]
+    assert "+    TOTAL = A - B" in report["preview_lines"]
+    assert report["done"]["command"] == "cad.applyPreview" and report["done"]["applied"] is True, describe(report)
+    assert report["after"] == SOURCE.upper().split("\n")[:-1]
+    assert decodes == ["upper"], "applying the preview must not decode again"
+    assert report["current_buf_is_source"] is True
+
+
+def test_typing_elsewhere_while_decoding_keeps_the_edit(tmp_path, doc):
+    report, decodes = run_engine(tmp_path, "type_elsewhere", doc, instruction="slow upper", line1=2, line2=2,
+                                 type_line=6, type_text="print(add(3, 4))")
+    before = SOURCE.split("\n")[:-1]
+    expected = list(before)
+    expected[1] = before[1].upper()
+    expected[5] = "print(add(3, 4))"
+    assert report["done"]["applied"] is True, describe(report)
+    assert "rebased over your changes" in report["done"]["message"]
+    assert report["after"] == expected
+    assert report["after_undo"][1] == before[1] and report["after_undo"][5] == "print(add(3, 4))", \
+        "one undo reverts the edit, not the user's typing"
+    assert decodes == ["slow upper"]
+
+
+def test_typing_on_the_edited_line_discards_with_a_reason(tmp_path, doc):
+    report, _ = run_engine(tmp_path, "type_elsewhere", doc, instruction="slow upper", line1=2, line2=3,
+                           type_line=3, type_text="    return -total")
+    assert report["done"]["applied"] is False, describe(report)
+    assert "overlap line(s) 2-3" in report["done"]["message"]
+    assert report["after"][1:3] == ["    total = a - b", "    return -total"]

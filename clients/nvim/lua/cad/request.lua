@@ -123,7 +123,7 @@ local function report(bufnr, command, err, result)
     if diff == '' then
       ui.result('cad: the edit would change nothing' .. stats_text(result and result.stats) .. notices(entry, ''))
     else
-      data.preview_bufnr = require('cad.preview').open(diff, bufnr, result)
+      data.preview_bufnr = require('cad.preview').open(diff, bufnr, result, entry and entry.client_id)
     end
   else
     result = type(result) == 'table' and result or {}
