@@ -7,7 +7,7 @@ framing, protocol rules, document sync, commands, progress, cancellation, applyE
 The fake engine's edit appends one line ``# edited: <instruction>`` to the edited text. An
 instruction starting with ``slow`` decodes for ``FAKE_STEPS`` (env, default 400) steps of ``FAKE_STEP_S`` (default 0.025) s,
 checking the cancel event before each "forward" and reporting progress, like the real decoder.
-Like the real tokenizer, it refuses text that is not valid Unicode (lone surrogates) with the
+The instruction ``crash`` raises ``RuntimeError`` (an engine bug). Like the real tokenizer, it refuses text that is not valid Unicode (lone surrogates) with the
 tokenizer's own ``TypeError``.
 """
 from __future__ import annotations
@@ -35,6 +35,8 @@ class FakeEngine:
             except UnicodeEncodeError:
                 raise TypeError("TextEncodeInput must be Union[TextInputSequence, "
                                 "Tuple[InputSequence, InputSequence]]") from None
+        if request.instruction == "crash":
+            raise RuntimeError("an engine bug")
         t0 = time.perf_counter()
         steps = int(os.environ.get("FAKE_STEPS", "400")) if request.instruction.startswith("slow") else 1
         for step in range(steps):

@@ -142,6 +142,17 @@ def test_huge_integers_in_a_range_are_invalid_params(client, tmp_path):
     _no_traceback(budget)
 
 
+def test_an_engine_bug_is_an_internal_error_without_a_traceback(client, tmp_path):
+    uri = _uri(tmp_path)
+    client.open(uri, DOC)
+    reply = client.response(client.execute("cad.previewEdit", {"uri": uri, "instruction": "crash"}))
+    error = reply["error"]
+    assert error["code"] == -32603 and "RuntimeError: an engine bug" in error["message"]
+    assert error.get("data") is None
+    _no_traceback(reply)
+    assert "Traceback" in client.stderr()  # kept for the developers, in the server's log
+
+
 # -- 4: didChange/didClose for documents that are not open --------------------------------------
 def test_sync_notifications_for_unopened_documents_are_logged_not_shown(client, tmp_path):
     ghost = _uri(tmp_path, "ghost.py")
