@@ -7,6 +7,7 @@ Mechanics against the scripted server (tests/editors/fake_server.py).
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -72,3 +73,35 @@ def test_cancelling_a_queued_edit_clears_the_statusline_at_once(tmp_path, doc):
     assert "queued" not in "\n".join(cancelled), "the statusline kept the cancelled edit:\n" + "\n".join(cancelled)
     (done,) = [e for e in report["events"] if e["event"] == "CadEditDone"]
     assert done["cancelled"] is True and done["statusline"] == ""
+
+
+CAD_LSP = Path(sys.executable).with_name("cad-lsp")
+
+
+@pytest.mark.real_model
+def test_code_action_with_the_real_server_in_a_real_tui(tmp_path, doc):
+    """The issue's scenario end to end: real TUI, real cad-lsp, default model; the statusline shows
+    the decode's progress, no Enter is ever needed, one message reports the result. With
+    $CAD_SCREENCAST_OUT set, the frames are written there (docs/editors.md shows them)."""
+    if not CAD_LSP.exists():
+        pytest.skip(f"{CAD_LSP} is not installed (run `make setup`)")
+    steps = [
+        {"wait": "def add"}, {"wait_status": "attached"}, {"frame": "1. the buggy file"},
+        keys(":lua vim.lsp.buf.code_action()\r"), {"wait": "Apply edit instruction"},
+        {"frame": "2. vim.lsp.buf.code_action() (or gra)"},
+        keys("1\r"), {"wait": "Edit instruction"}, keys("Fix the bug in add."), {"frame": "3. the instruction"},
+        keys("\r"), {"wait": "decoding:"}, {"frame": "4. decoding: progress in the statusline"},
+        {"wait_status": "done"}, {"sleep": 1000}, {"frame": "5. the result: one message, :undo reverts it"},
+    ]
+    report = run_tui(tmp_path, doc, [str(CAD_LSP)], steps, timeout_s=400,
+                     settings={"maxNewTokens": 48, "applyTruncated": True})
+    assert report["ok"], show(report)
+    assert report["hit_enter"] == 0, show(report)
+    final = "\n".join(report["frames"][-1]["lines"])
+    assert final.count("cad: ") == 1, final
+    (done,) = [e for e in report["events"] if e["event"] == "CadEditDone"]
+    assert done["applied"] is True or done["message"], done
+    out = os.environ.get("CAD_SCREENCAST_OUT")
+    if out:
+        Path(out).write_text("\n\n".join(
+            f"{f['name']}\n" + "\n".join(line.rstrip() for line in f["lines"]) for f in report["frames"]) + "\n")

@@ -93,7 +93,7 @@ end
 local function notices(entry, text)
   local extra = {}
   for _, m in ipairs(entry and entry.server_messages or {}) do
-    local body = m.message:gsub('^Copy%-as%-Decode: ', '')
+    local body = m.message:gsub('^Copy%-as%-Decode: ', ''):gsub('^cad: ', '')
     if not text:find(body, 1, true) then
       extra[#extra + 1] = body
     end

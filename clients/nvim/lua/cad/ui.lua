@@ -21,11 +21,21 @@ local function is_builtin_notify()
   return false
 end
 
+--- `file://` URIs in a server message as paths relative to the cwd (or ~).
+--- @param text string
+--- @return string
+function M.short_paths(text)
+  return (text:gsub('file://[^%s%)%]]+', function(uri)
+    local ok, name = pcall(vim.uri_to_fname, uri)
+    return ok and vim.fn.fnamemodify(name, ':~:.') or uri
+  end))
+end
+
 --- Fit `text` on one line of the echo area.
 --- @param text string
 --- @return string
 function M.one_line(text)
-  text = text:gsub('%s*\n%s*', ' ')
+  text = M.short_paths(text):gsub('%s*\n%s*', ' ')
   local room = math.max(20, (vim.v.echospace or vim.o.columns - 12) - 1)
   if vim.fn.strdisplaywidth(text) <= room then
     return text
