@@ -104,4 +104,4 @@ def test_code_action_with_the_real_server_in_a_real_tui(tmp_path, doc):
     out = os.environ.get("CAD_SCREENCAST_OUT")
     if out:
         Path(out).write_text("\n\n".join(
-            f"{f['name']}\n" + "\n".join(line.rstrip() for line in f["lines"]) for f in report["frames"]) + "\n")
+            f"=== {f['name']}\n" + "\n".join(line.rstrip() for line in f["lines"]) for f in report["frames"]) + "\n")
