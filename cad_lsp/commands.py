@@ -98,8 +98,18 @@ def _build_request(ls: Any, args: EditArgs, text: str) -> EditRequest:
                        mode=settings.resolver_mode)
 
 
+def _retrieve(task: asyncio.Task) -> None:
+    """Mark the task's exception as seen: after a ``$/cancelRequest`` pygls has already answered
+    and never reads it, and asyncio would log "Task exception was never retrieved"."""
+    if not task.cancelled():
+        task.exception()
+
+
 async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
     t0 = time.perf_counter()
+    task = asyncio.current_task()
+    if task is not None:
+        task.add_done_callback(_retrieve)
     args = parse_edit_args(command, arguments)
     _check_preconditions(ls, command, args, apply)
     check_unicode(args.instruction, "the instruction", "Retype the instruction.")

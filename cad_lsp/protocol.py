@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import sys
 import uuid
 from typing import Any, Callable
 
@@ -121,7 +122,11 @@ class CadProtocol(DocumentSyncMixin, LanguageServerProtocol):
             worker.cancel_all()
         if self.on_exit_requested is not None:
             self.on_exit_requested()
-        return None
+            return None
+        # Not our stdio transport (--tcp debugging runs pygls' loop): end the way pygls does.
+        if worker is not None:
+            worker.stop(timeout=3.0)
+        sys.exit(self.exit_code)
 
     # -- error hygiene --------------------------------------------------------------------------
     def _send_response(self, msg_id: Any, result: Any = None, error: types.ResponseError | None = None):

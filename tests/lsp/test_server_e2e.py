@@ -182,7 +182,8 @@ async def test_document_changed_mid_decode_is_discarded(client):
                                                "strategy": "regen"}, token=token)
     await wait_for(lambda: any(m.startswith(("decoding", "running")) for m in messages(client, token)),
                    what="decode start")
-    set_text(client, uri, DOC + "# typed while decoding\n")
+    # Typing on every line overlaps whatever the edit rewrites (typing elsewhere is rebased: test_rebase).
+    set_text(client, uri, "\n".join("#" + line for line in DOC.split("\n")))
     reply = await asyncio.wait_for(future, 600)
     assert reply["applied"] is False and reply["discarded"] is True
     assert "changed while decoding" in reply["message"]
