@@ -28,10 +28,11 @@ clean:
 	rm -rf $(VENV) build *.egg-info
 
 # The VS Code extension as an installable package: clients/vscode/copy-as-decode-<version>.vsix.
-# Needs node/npm; vsce comes from the npm registry (pinned), the build from the lockfile.
+# Needs node/npm; vsce comes from the npm registry (pinned), the build from the lockfile; the
+# extension is bundled (esbuild) into dist/extension.js, so the package holds no node_modules.
 .PHONY: vsix
 VSCE ?= @vscode/vsce@3.7.1
 vsix:
 	cd clients/vscode && npm ci --no-audit --no-fund && npm run compile && \
-	  npx --yes $(VSCE) package --allow-missing-repository --no-update-package-json --no-git-tag-version
+	  npx --yes $(VSCE) package --no-dependencies --allow-missing-repository --no-update-package-json --no-git-tag-version
 	@ls -l clients/vscode/*.vsix

@@ -6,6 +6,8 @@ test_vscode_client.py; they share the session-scoped build (conftest.py `vscode_
 from __future__ import annotations
 
 import json
+
+import pytest
 from pathlib import Path
 
 VSCODE = Path(__file__).resolve().parents[2] / "clients" / "vscode"
@@ -61,6 +63,9 @@ def test_package_metadata_for_vsce():
     assert "example.invalid" not in json.dumps(PACKAGE), "placeholder repository URL"
     ignore = (VSCODE / ".vscodeignore").read_text().split()
     assert "src/**" in ignore and "**/*.ts" in ignore
+    # bundled: the package ships dist/extension.js, not node_modules (vsce warned about 211 files)
+    assert "node_modules/**" in ignore and PACKAGE["main"] == "./dist/extension.js"
+    assert "bundle" in PACKAGE["scripts"]["vscode:prepublish"]
 
 
 def test_extension_compiles_from_lockfile(vscode_extension):
@@ -68,3 +73,33 @@ def test_extension_compiles_from_lockfile(vscode_extension):
         assert (vscode_extension / "out" / f"{module}.js").is_file(), f"tsc did not emit out/{module}.js"
     main = json.loads((vscode_extension / "package.json").read_text())["main"]
     assert (vscode_extension / main).resolve().is_file(), f"package.json main {main!r} does not exist after the build"
+
+
+def test_make_vsix_packages_the_bundled_extension(tmp_path):
+    """`make vsix` in a copy of the repository's Makefile + clients/vscode: one bundled file, the
+    licence, no node_modules, and vsce raises no warning (licence, bundling)."""
+    import shutil
+    import subprocess
+    import zipfile
+
+    from vscode_harness import NETWORK_ERRORS
+
+    if not (shutil.which("npm") and shutil.which("make")):
+        pytest.skip("npm or make is not installed")
+    repo = VSCODE.parents[1]
+    work = tmp_path / "repo"
+    shutil.copytree(VSCODE, work / "clients" / "vscode", ignore=shutil.ignore_patterns("node_modules", "out", "dist", "*.vsix"))
+    shutil.copy(repo / "Makefile", work / "Makefile")
+    shutil.copy(repo / "LICENSE", work / "LICENSE")
+    proc = subprocess.run(["make", "vsix"], cwd=work, capture_output=True, text=True, timeout=900)
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0 and any(marker in output for marker in NETWORK_ERRORS):
+        pytest.skip(f"npm registry unreachable, vsix not built: {output.strip()[-500:]}")
+    assert proc.returncode == 0, output[-4000:]
+    assert " WARNING " not in output, output[-4000:]
+    (vsix,) = (work / "clients" / "vscode").glob("*.vsix")
+    assert vsix.name == f"copy-as-decode-{PACKAGE['version']}.vsix"
+    names = zipfile.ZipFile(vsix).namelist()
+    assert "extension/dist/extension.js" in names and "extension/LICENSE.txt" in names, names
+    assert not any("node_modules" in n or n.endswith(".ts") or n.endswith(".map") for n in names), names
+    assert len(names) < 12, names

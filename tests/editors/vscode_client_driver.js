@@ -1,4 +1,4 @@
-// Runs the COMPILED VS Code extension (clients/vscode/out) with the REAL vscode-languageclient
+// Runs the BUNDLED VS Code extension (package.json `main`, dist/extension.js) with the REAL vscode-languageclient
 // against a real language server process, under node with the in-memory `vscode` module
 // (tests/editors/vscode_shim.js). Nothing of the client is faked: the extension's activate()
 // creates the LanguageClient, which spawns the server command, initializes, syncs documents,
@@ -112,7 +112,10 @@ async function main() {
   const doc = await shim.openFile(cfg.file);
   report.before = doc.getText();
   if (cfg.selection) shim.setSelection(doc, toRange(cfg.selection));
-  const ext = require(path.join(extDir, 'out', 'extension.js'));
+  // package.json `main`: the bundled extension that ships in the .vsix.
+  const main = JSON.parse(require('fs').readFileSync(path.join(extDir, 'package.json'), 'utf8')).main;
+  const ext = require(path.resolve(extDir, main));
+  report.entry = main;
   const context = { subscriptions: [], extensionPath: extDir, extensionUri: vscode.Uri.file(extDir) };
   const tActivate = Date.now();
   const api = await ext.activate(context);

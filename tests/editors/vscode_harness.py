@@ -21,7 +21,7 @@ NETWORK_ERRORS = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ECONNRESET", "ETIME
 
 
 def build_extension(dest: Path) -> Path:
-    """npm ci + tsc in a copy of clients/vscode; returns the extension directory (or skips)."""
+    """npm ci + tsc + esbuild bundle in a copy of clients/vscode; returns the extension directory (or skips)."""
     npm = shutil.which("npm")
     if npm is None or shutil.which("node") is None:
         pytest.skip("node/npm are not installed; cannot build or run the VS Code extension")
@@ -35,8 +35,9 @@ def build_extension(dest: Path) -> Path:
             print(output)
             pytest.skip(f"npm registry unreachable, extension not built: {output.strip()[-500:]}")
         pytest.fail(f"npm ci failed (exit {ci.returncode}):\n{output[-4000:]}")
-    build = subprocess.run([npm, "run", "compile"], cwd=work, capture_output=True, text=True, timeout=300)
-    assert build.returncode == 0, f"tsc failed:\n{build.stdout[-4000:]}\n{build.stderr[-2000:]}"
+    for script in ("compile", "bundle"):  # tsc (type check + out/), esbuild (dist/, what ships)
+        build = subprocess.run([npm, "run", script], cwd=work, capture_output=True, text=True, timeout=300)
+        assert build.returncode == 0, f"npm run {script} failed:\n{build.stdout[-4000:]}\n{build.stderr[-2000:]}"
     return work
 
 
