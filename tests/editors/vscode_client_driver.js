@@ -39,6 +39,8 @@ childProcess.spawn = function (command, args, options) {
 };
 
 const report = { steps: [] };
+// The extension host logs unhandled rejections and carries on; so does this driver.
+process.on('unhandledRejection', (err) => { shim.record.errors.push(`unhandledRejection: ${err && err.message || err}`); });
 const t0 = Date.now();
 const step = (name) => report.steps.push(`${Date.now() - t0}ms ${name}`);
 
