@@ -90,10 +90,10 @@ def test_code_action_with_the_real_server_in_a_real_tui(tmp_path, doc):
         keys(":lua vim.lsp.buf.code_action()\r"), {"wait": "Apply edit instruction"},
         {"frame": "2. vim.lsp.buf.code_action() (or gra)"},
         keys("1\r"), {"wait": "Edit instruction"}, keys("Fix the bug in add."), {"frame": "3. the instruction"},
-        keys("\r"), {"wait": "decoding:"}, {"frame": "4. decoding: progress in the statusline"},
+        keys("\r"), {"wait": "decoding:", "or_status": "done"}, {"frame": "4. decoding: progress in the statusline"},
         {"wait_status": "done"}, {"sleep": 1000}, {"frame": "5. the result: one message, :undo reverts it"},
     ]
-    report = run_tui(tmp_path, doc, [str(CAD_LSP)], steps, timeout_s=400,
+    report = run_tui(tmp_path, doc, [str(CAD_LSP)], steps, timeout_s=300,
                      settings={"maxNewTokens": 48, "applyTruncated": True})
     assert report["ok"], show(report)
     assert report["hit_enter"] == 0, show(report)

@@ -7,7 +7,7 @@
 --
 -- Config: $CAD_TUI_CONFIG (JSON): cmd (child argv), cwd, env, columns, lines, timeout_ms,
 -- status_file (the child writes "attached"/"done" lines there, see tui_child_init.lua), steps:
--- a list of {wait = "screen text"} | {wait_status = "line"} | {keys = "raw bytes"} |
+-- a list of {wait = "screen text", or_status = "line"?} | {wait_status = "line"} | {keys = "raw bytes"} |
 -- {frame = "name"} | {sleep = ms} | {until_done = true}. Report (JSON) to $CAD_TUI_OUT.
 
 local cfg = vim.json.decode(os.getenv('CAD_TUI_CONFIG'))
@@ -81,8 +81,9 @@ local ok, err = pcall(function()
   for i, step in ipairs(cfg.steps) do
     report.steps[#report.steps + 1] = i
     if step.wait then
+      -- `or_status`: also done when the child reported that status (e.g. a decode too quick to see)
       wait(vim.inspect(step.wait), function(text)
-        return text:find(step.wait, 1, true) ~= nil
+        return text:find(step.wait, 1, true) ~= nil or (step.or_status ~= nil and has_status(step.or_status))
       end)
     elseif step.wait_status then
       wait('status ' .. step.wait_status, function()
