@@ -88,8 +88,7 @@ class Position {
   isEqual(o) { return this.line === o.line && this.character === o.character; }
   isBefore(o) { return this.line < o.line || (this.line === o.line && this.character < o.character); }
   isAfter(o) { return !this.isEqual(o) && !this.isBefore(o); }
-  isBeforeOrEqual(o) { return !this.isAfter(o); }
-  isAfterOrEqual(o) { return !this.isBefore(o); }
+  isBeforeOrEqual(o) { return !this.isAfter(o); } isAfterOrEqual(o) { return !this.isBefore(o); }
   compareTo(o) { return this.isBefore(o) ? -1 : this.isEqual(o) ? 0 : 1; }
   translate(dl = 0, dc = 0) { return new Position(this.line + dl, this.character + dc); }
   with(line, character) { return new Position(line ?? this.line, character ?? this.character); }
@@ -130,9 +129,7 @@ class WorkspaceEdit {
   get(uri) { return this.has(uri) ? [...this._list(uri)] : []; }
   entries() { return [...this._edits.values()].map(([u, e]) => [u, [...e]]); }
   get size() { return this._edits.size; }
-  createFile() { throw new Error('vscode shim: WorkspaceEdit.createFile is not implemented'); }
-  renameFile() { throw new Error('vscode shim: WorkspaceEdit.renameFile is not implemented'); }
-  deleteFile() { throw new Error('vscode shim: WorkspaceEdit.deleteFile is not implemented'); }
+  createFile() { throw new Error('vscode shim: WorkspaceEdit file operations are not implemented'); }
 }
 
 class CodeActionKind {
@@ -185,8 +182,7 @@ class TextDocument {
     return { lineNumber: line, text, range, rangeIncludingLineBreak: range, isEmptyOrWhitespace: text.trim() === '',
       firstNonWhitespaceCharacterIndex: text.length - text.trimStart().length };
   }
-  validateRange(r) { return r; }
-  validatePosition(p) { return p; }
+  validateRange(r) { return r; } validatePosition(p) { return p; }
   getWordRangeAtPosition() { return undefined; }
   save() { return Promise.resolve(true); }
 }
