@@ -12,7 +12,6 @@ from pathlib import Path
 
 VSCODE = Path(__file__).resolve().parents[2] / "clients" / "vscode"
 PACKAGE = json.loads((VSCODE / "package.json").read_text())
-SERVER_KEYS = ("model", "device", "strategy", "maxNewTokens", "resolverMode", "applyTruncated")
 
 
 def test_lockfile_pins_the_declared_dependencies():
@@ -39,10 +38,12 @@ def test_activation_is_lazy():
 
 
 def test_every_server_setting_is_exposed_with_a_schema():
-    from cad_lsp.settings import RESOLVER_MODES, STRATEGIES, Settings
+    from cad_lsp.settings import _KEYS, RESOLVER_MODES, STRATEGIES, Settings
 
     props = PACKAGE["contributes"]["configuration"]["properties"]
-    for key in SERVER_KEYS:
+    server_keys = [key for key in _KEYS if "_" not in key]  # the camelCase names clients send
+    assert len(server_keys) >= 6
+    for key in server_keys:
         schema = props[f"copyAsDecode.{key}"]
         assert "type" in schema and ("description" in schema or "markdownDescription" in schema), key
         # the server accepts the default the extension would send
@@ -53,6 +54,8 @@ def test_every_server_setting_is_exposed_with_a_schema():
     assert set(props["copyAsDecode.strategy"]["enum"]) == set(STRATEGIES)
     assert set(props["copyAsDecode.resolverMode"]["enum"]) == set(RESOLVER_MODES)
     assert props["copyAsDecode.applyTruncated"]["type"] == "boolean"
+    timeout = props["copyAsDecode.applyEditTimeout"]
+    assert timeout["type"] == "number" and timeout["exclusiveMinimum"] == 0 and timeout["maximum"] == 86400
     assert props["copyAsDecode.trace.server"]["enum"] == ["off", "messages", "verbose"]
 
 

@@ -164,6 +164,9 @@ def test_preview_then_apply_decodes_once_on_the_real_server(vscode_extension, tm
     assert outcome["applied"]["applied"] is True and outcome["applied"]["reusedPreview"] is True, outcome
     assert report["after"] == SOURCE.upper()
     assert decodes == ["upper"], "apply after preview must reuse the computed program, not decode again"
+    log = report["output"]["Copy-as-Decode"]
+    shown = log + " ".join(m["text"] for m in report["messages"])
+    assert "unknown setting" not in shown and "must be" not in shown, "the server rejected a setting the extension sends"
 
 
 def test_typing_elsewhere_while_decoding_keeps_the_edit(vscode_extension, tmp_path, doc):

@@ -15,6 +15,7 @@ export interface CadSettings {
   maxNewTokens: number | 'auto';
   resolverMode: string;
   applyTruncated: boolean;
+  applyEditTimeout: number;
 }
 
 export const SECTION = 'copyAsDecode';
@@ -34,6 +35,7 @@ export function cadSettings(): CadSettings {
     maxNewTokens: typeof budget === 'number' && budget >= 1 ? Math.floor(budget) : 'auto',
     resolverMode: c.get<string>('resolverMode', 'clipped'),
     applyTruncated: c.get<boolean>('applyTruncated', false),
+    applyEditTimeout: c.get<number>('applyEditTimeout', 30),
   };
 }
 
