@@ -80,6 +80,7 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--gradient", choices=["program", "full"], default=None)
     f.add_argument("--full-finetune", dest="full_finetune", action="store_true", default=None)
     f.add_argument("--device", default=None)
+    f.add_argument("--init-adapter", dest="init_adapter", default=None, help="continue from this adapter's weights")
     f.set_defaults(func=_fit)
     s = sub.add_parser("ship", help="install an exported adapter as the default model's adapter")
     s.add_argument("--adapter", required=True)

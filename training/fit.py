@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -51,6 +52,7 @@ class FitConfig:
     max_updates: int = 0               # 0: as many as epochs give
     batch_tokens: int = 0              # > 0: padded batches of up to this many tokens (GPU); 0: accum cases
     time_budget_minutes: float = 0.0   # > 0: shorten the schedule if the measured pace would overrun it
+    init_adapter: str = ""             # start from this adapter's LoRA weights (continue an earlier run)
     extra: dict = field(default_factory=dict)
 
 
@@ -159,6 +161,14 @@ def build_trainable(config: FitConfig):
                       target_modules=list(TARGET_MODULES), task_type="CAUSAL_LM")
     torch.manual_seed(config.seed)
     peft_model = get_peft_model(model, lora)
+    if config.init_adapter:
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        weights = load_file(str(Path(config.init_adapter) / "adapter_model.safetensors"))
+        result = set_peft_model_state_dict(peft_model, {k: v.float() for k, v in weights.items()})
+        if getattr(result, "unexpected_keys", None):
+            raise ValueError(f"{config.init_adapter} does not fit rank {config.rank}: {result.unexpected_keys[:2]}")
     peft_model.train()
     return loaded, peft_model
 

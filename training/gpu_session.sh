@@ -17,7 +17,7 @@ stash)
 esac
 PY=${PY:-python3}; DEVICE=${CAD_DEVICE:-cuda}
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false CAD_CACHE_DIR=/tmp/cad-cache
-$PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .dev/whl/*.whl
+$PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${CAD_WHEEL_DIR:-.dev/whl}/*.whl
 export PYTHONPATH=/tmp/site:$PWD
 GGUF=/tmp/SmolLM2-135M-Instruct.Q4_1.gguf
 cat /tmp/stash/gguf.part1 .dev/gguf.part2 > "$GGUF"
@@ -25,6 +25,11 @@ echo "$(cat .dev/gguf.sha256)  $GGUF" | sha256sum -c -
 mkdir -p /tmp/data
 for f in .dev/data/*.xz; do xz -dc "$f" > "/tmp/data/$(basename "${f%.xz}")"; done
 $PY -c "from engine.model import load_model; m = load_model('$GGUF', '$DEVICE', adapter='none'); print(m.device, m.dtype)"
+if [ -f .dev/tokcheck.sha ]; then   # the same targets as where the data was built, or stop here
+    got=$($PY -m training.tokcheck "$GGUF" /tmp/data/val.jsonl | tail -n 1)
+    [ "$got" = "$(cat .dev/tokcheck.sha)" ] || { echo "tokenizer fingerprint differs: $got"; exit 3; }
+    echo "tokenizer fingerprint OK"
+fi
 COMMON="--data /tmp/data --base $GGUF --device $DEVICE --checkpoint-minutes 2"
 RUNS=${CAD_RUNS:-"lora16:--rank 16 --alpha 32 --lr 5e-4 lora32:--rank 32 --alpha 64 --lr 4e-4 full:--full-finetune --lr 5e-5"}
 pids=()
