@@ -37,6 +37,7 @@ from engine.grammar import serialize
 
 from .arguments import EditArgs, check_unicode, parse_edit_args
 from .diffs import unified_diff
+from .placeholders import find_lazy_placeholders, refusal_message
 from .errors import CommandArgumentError, CommandRefusedError, EngineCommandError
 from .instruction_comments import drop_line_from_program, locate_comment
 from . import preview_cache
@@ -161,9 +162,14 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
         stats = _stats(result.stats, job, t0)
         reply = {"stats": stats, "program": serialize(program), "edits": len(plan.edits),
                  "warnings": list(result.warnings), "method": plan.method}
+        lazy = find_lazy_placeholders(snap.text, plan.new_text)  # "... existing code ..." deleting code
+        refusal = refusal_message(lazy) if lazy else None
+        if lazy:
+            reply["placeholders"] = [dict(line=p.line, text=p.text, deleted=p.deleted) for p in lazy]
+            reply["warnings"].append(refusal)
         if not apply:
             reply["diff"] = unified_diff(snap.text, plan.new_text, args.uri)
-            reply.update(preview_cache.remember(ls, snap, plan, result, request))  # for cad.applyPreview
+            reply.update(preview_cache.remember(ls, snap, plan, result, request, refusal=refusal))
             progress.end("preview ready")
             _log_stats(ls, command, args.uri, stats, "previewed")
             return reply
@@ -176,6 +182,12 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             _log_stats(ls, command, args.uri, stats, "refused (truncated)")
             progress.end("not applied: truncated")
             reply.update(applied=False, message=message, discarded=False, truncated=True)
+            return reply
+        if refusal is not None:
+            ls.show(f"Copy-as-Decode: {refusal}", types.MessageType.Warning)
+            _log_stats(ls, command, args.uri, stats, "refused (lazy placeholder)")
+            progress.end("not applied: placeholder would delete code")
+            reply.update(applied=False, message=refusal, discarded=False)
             return reply
         if cancel.is_set():  # cancelled after the decode finished: nothing has been sent yet
             progress.end("cancelled")

@@ -46,6 +46,7 @@ class Preview:
     truncated: bool
     budget: int | None
     stats: dict = field(default_factory=dict)
+    refusal: str | None = None       # why it must not be applied (cad_lsp.placeholders)
     created: float = field(default_factory=time.monotonic)
 
 
@@ -78,13 +79,14 @@ def cache_of(ls: Any) -> PreviewCache:
     return cache
 
 
-def remember(ls: Any, snap: Any, plan: Any, result: Any, request: Any) -> dict:
+def remember(ls: Any, snap: Any, plan: Any, result: Any, request: Any, *, refusal: str | None = None) -> dict:
     """Keep a finished preview; returns the reply fields ``previewId`` and ``newText``."""
     stats = result.stats
     preview = Preview(snapshot=snap, edits=list(plan.edits), instruction=request.instruction,
                       program=serialize(tuple(result.program)), truncated=bool(getattr(stats, "truncated", False)),
                       budget=getattr(stats, "budget", None),
-                      stats={k: getattr(stats, k, None) for k in ("decoded_tokens", "copied_tokens", "ops", "wall_ms")})
+                      stats={k: getattr(stats, k, None) for k in ("decoded_tokens", "copied_tokens", "ops", "wall_ms")},
+                      refusal=refusal)
     return {"previewId": cache_of(ls).add(preview), "newText": plan.new_text}
 
 
@@ -127,6 +129,10 @@ async def apply_preview(ls: Any, *arguments: Any) -> dict:
                    "or set cad.applyTruncated=true.")
         ls.show(f"Copy-as-Decode: {message}", types.MessageType.Warning)
         reply.update(applied=False, message=message, discarded=False, truncated=True)
+        return reply
+    if preview.refusal is not None:  # a lazy placeholder would delete code (cad_lsp.placeholders)
+        ls.show(f"Copy-as-Decode: {preview.refusal}", types.MessageType.Warning)
+        reply.update(applied=False, message=preview.refusal, discarded=False)
         return reply
     outcome = await apply_versioned(ls, preview.snapshot, preview.edits, f"cad: {preview.instruction}",
                                     **_apply_kwargs(ls))

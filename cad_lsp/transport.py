@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 
 import cattrs
 from pygls.exceptions import JsonRpcException
+from lsprotocol.types import METHOD_TO_TYPES
 
 from .framing import Frame, FrameReader
 
@@ -106,6 +107,8 @@ async def _dispatch(protocol: Any, body: bytes) -> None:
                             "Invalid Request: expected one JSON-RPC 2.0 object with \"jsonrpc\": \"2.0\" "
                             "(batches are not supported)")
         return
+    if "params" not in data and isinstance(data.get("method"), str) and data["method"] not in METHOD_TO_TYPES:
+        data = {**data, "params": None}  # params are optional in JSON-RPC: an unknown method is -32601, not -32602
     try:
         message = protocol.structure_message(data)
     except JsonRpcException as exc:

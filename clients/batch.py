@@ -26,6 +26,7 @@ from clients.jobs import Job, JobsFileError, OutsideRootError, confine, read_job
 from clients.journal import JOURNAL_NAME, Journal
 from clients.line_endings import NotTextError, decode, encode
 from clients.progress_bar import ProgressBar
+from cad_lsp.placeholders import find_lazy_placeholders, refusal_message
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -84,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --write, also write results whose program hit --max-new-tokens (refused by default)")
     p.add_argument("--allow-read-only", action="store_true",
                    help="with --write, also replace read-only files (refused by default; the mode is kept)")
+    p.add_argument("--allow-placeholders", action="store_true",
+                   help="with --write, also write results where a new '... existing code ...' line replaces code")
     p.add_argument("--root", type=Path, default=None, help="refuse paths outside this directory (default: cwd)")
     p.add_argument("--no-resume", action="store_true", help="ignore the journal; redo every job")
     p.add_argument("--journal", type=Path, help=f"journal path (default: {JOURNAL_NAME} beside --jobs, else in --root)")
@@ -199,6 +202,13 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
         report.detail += (": nothing written, because the rest of the file would be lost. Raise "
                           "--max-new-tokens, edit a smaller --range, or pass --allow-truncated")
         return
+    lazy = find_lazy_placeholders(text, outcome.text)  # a placeholder standing for deleted code
+    if lazy:
+        report.detail = refusal_message(lazy, how_to_override="--allow-placeholders writes it anyway")
+        if args.write and not args.allow_placeholders:
+            report.status = "refused"
+            return
+        print(f"cad-apply: warning: {path}: {report.detail}", file=sys.stderr)
     if not args.write:
         diff = _diff(data.decode("utf-8", errors="replace"), new_data.decode("utf-8", errors="replace"), label)
         if diff:
