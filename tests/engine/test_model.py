@@ -89,7 +89,7 @@ def test_killed_build_leaves_no_entry_and_next_load_succeeds(tmp_cache, monkeypa
     with monkeypatch.context() as m:
         m.setattr(em, "_publish", killed)
         with pytest.raises(KeyboardInterrupt):
-            load_model("default", device="cpu", progress=lambda msg: None)
+            load_model("default", device="cpu", progress=lambda msg: None, adapter="none")
     assert not entry.exists()
     assert list(entry.parent.glob(".*tmp-*")) == []
 
@@ -97,7 +97,7 @@ def test_killed_build_leaves_no_entry_and_next_load_succeeds(tmp_cache, monkeypa
     entry.mkdir(parents=True)
     (entry / "config.json").write_text("{")
     msgs: list[str] = []
-    loaded = load_model("default", device="cpu", progress=msgs.append)
+    loaded = load_model("default", device="cpu", progress=msgs.append, adapter="none")
     assert any("Dequantizing" in m and "first start only" in m for m in msgs)
     assert (entry / "cad-cache.json").is_file()
     assert loaded.model.config.num_hidden_layers == 1
@@ -127,14 +127,14 @@ def test_cache_round_trip_matches_direct_gguf_load(tmp_cache):
 
     gguf = em.default_gguf_path()
     msgs: list[str] = []
-    first = load_model("default", device="cpu", progress=msgs.append)
+    first = load_model("default", device="cpu", progress=msgs.append, adapter="none")
     assert any("Dequantizing" in m for m in msgs)
     entry = em.cache_entry_dir(gguf)
     assert (entry / "model.safetensors").is_file() and (entry / "cad-cache.json").is_file()
     assert list(entry.parent.glob(".*tmp-*")) == []
 
     msgs.clear()
-    second = load_model("default", device="cpu", progress=msgs.append)
+    second = load_model("default", device="cpu", progress=msgs.append, adapter="none")
     assert msgs == []  # no dequantization the second time
     assert second.context_length == 8192
     assert second.model.config._attn_implementation == "sdpa"
