@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 
 class NotTextError(ValueError):
-    """The file is not UTF-8 text, so cad-apply will not edit it."""
+    """The file is not UTF-8 text (or holds NUL bytes, i.e. binary), so cad-apply will not edit it."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,9 @@ def decode(data: bytes, *, where: str = "<bytes>") -> tuple[str, TextStyle]:
     bom = data.startswith(b"\xef\xbb\xbf")
     if bom:
         data = data[3:]
+    nul = data.find(b"\x00")
+    if nul >= 0:  # NUL never occurs in source text (git's binary test); editing would corrupt the file
+        raise NotTextError(f"{where}: binary file (NUL byte at offset {nul}); skipped: cad-apply edits text files only")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
