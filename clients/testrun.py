@@ -5,17 +5,21 @@ call it already; JS: a shim that makes `console.assert` throw, then code + test)
 `python` / `node` in a fresh temp dir with a timeout (the whole process group is killed on
 timeout), and reporting pass/fail with the output tail. Any exception, non-zero exit or timeout is
 a fail.
+
+The candidate is model-written code, so it runs in :mod:`clients.sandbox` (temp cwd, clean
+environment, rlimits, wall timeout, no network, a throw-away uid when run as root);
+``TestOutcome.isolation`` lists the protections that were in force.
 """
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clients.sandbox import Limits, run_sandboxed, world_executable
 
 # console.assert only logs in node; make a failed assertion fatal, and fail on stray rejections.
 JS_SHIM = """\
@@ -43,6 +47,7 @@ class TestOutcome:
     timed_out: bool
     seconds: float
     output_tail: str
+    isolation: list[str] = field(default_factory=list)
 
 
 def build_program(lang: str, code: str, test: str, entry_point: str) -> str:
@@ -57,7 +62,10 @@ def build_program(lang: str, code: str, test: str, entry_point: str) -> str:
 
 
 def interpreter(lang: str) -> list[str]:
-    if lang == "python":
+    if lang == "python":  # an interpreter the sandbox's throw-away uid can run (stdlib is all a test needs)
+        for candidate in (sys.executable, shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")):
+            if candidate and world_executable(candidate):
+                return [candidate, "-I"]
         return [sys.executable, "-I"]
     node = shutil.which("node")
     if node is None:
@@ -65,10 +73,17 @@ def interpreter(lang: str) -> list[str]:
     return [node]
 
 
+# node reserves several GiB of address space up front (V8 cage); its heap is capped by the flag instead
+NODE_HEAP_MB = 512
+JS_LIMITS = Limits(memory_bytes=16 << 30)
+
+
 def run_tests(lang: str, code: str, test: str, entry_point: str, *, timeout_s: float = 15.0) -> TestOutcome:
-    """Run the dataset test for `code`; pass = exit code 0 within the timeout."""
+    """Run the dataset test for `code` in the sandbox; pass = exit code 0 within the timeout."""
     program = build_program(lang, code, test, entry_point)
     cmd = interpreter(lang)
+    if lang == "js":
+        cmd = [*cmd, f"--max-old-space-size={NODE_HEAP_MB}"]
     with tempfile.TemporaryDirectory(prefix="cad-bench-test-") as tmp:
         name = os.path.join(tmp, "candidate.py" if lang == "python" else "candidate.js")
         with open(name, "w", encoding="utf-8") as fh:
@@ -78,20 +93,9 @@ def run_tests(lang: str, code: str, test: str, entry_point: str, *, timeout_s: f
                 os.makedirs(os.path.join(tmp, "node_modules", module))
                 with open(os.path.join(tmp, "node_modules", module, "index.js"), "w", encoding="utf-8") as fh:
                     fh.write(source)
-        start = time.monotonic()
-        proc = subprocess.Popen([*cmd, name], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        timed_out = False
-        try:
-            out, _ = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            out, _ = proc.communicate()
-        seconds = time.monotonic() - start
-    text = out.decode("utf-8", errors="replace")
-    return TestOutcome(passed=(not timed_out and proc.returncode == 0), returncode=proc.returncode,
-                       timed_out=timed_out, seconds=seconds, output_tail=text[-800:])
+        limits = JS_LIMITS if lang == "js" else Limits()
+        result = run_sandboxed([*cmd, name], Path(tmp), timeout_s=timeout_s,
+                               limits=Limits(**{**limits.__dict__, "cpu_s": max(1, int(timeout_s) + 1)}))
+    return TestOutcome(passed=(not result.timed_out and result.returncode == 0), returncode=result.returncode,
+                       timed_out=result.timed_out, seconds=result.seconds, output_tail=result.output[-800:],
+                       isolation=result.isolation)
