@@ -9,7 +9,8 @@ Owns the command line and the process-level logging setup:
 * ``--version`` prints ``cad-lsp <version>`` and exits; ``--log-file PATH`` sends the log
   there instead of stderr (appended, one line per record).
 * model-loading progress bars (tqdm in transformers/gguf/huggingface_hub) are disabled unless
-  stderr is a terminal: editors log every stderr line of a language server as an error.
+  stderr is a terminal, and Python warnings from libraries are logged at INFO: editors log every
+  stderr line of a language server as an error.
 * ``--preload`` loads the model after ``initialized`` instead of at the first edit;
   ``--model``/``--device``/``--strategy``/``--max-new-tokens``/``--resolver-mode`` set
   defaults that ``initializationOptions`` and ``workspace/configuration`` (section ``cad``)
@@ -86,6 +87,15 @@ class _ExpectedErrorFilter(logging.Filter):
         return True
 
 
+class _LibraryWarningFilter(logging.Filter):
+    """Python warnings from libraries (FutureWarning, DeprecationWarning …) are not the user's to
+    act on; editors would show them as errors. Log them at INFO (seen with --log-level INFO)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.levelno, record.levelname = logging.INFO, "INFO"
+        return logging.getLogger().isEnabledFor(logging.INFO)
+
+
 def _quiet_progress_bars(log_to_terminal: bool) -> None:
     """Turn off library progress bars unless they would land on a terminal (set before the
     engine imports transformers; a user's explicit setting wins)."""
@@ -104,6 +114,7 @@ def _configure_logging(args: argparse.Namespace) -> None:
     handler.setFormatter(logging.Formatter(fmt))
     logging.basicConfig(level=args.log_level, handlers=[handler], force=True)
     logging.captureWarnings(True)
+    logging.getLogger("py.warnings").addFilter(_LibraryWarningFilter())
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_ExpectedErrorFilter())
 
 

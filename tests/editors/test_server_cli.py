@@ -137,4 +137,20 @@ def test_model_loading_writes_no_progress_bars_to_stderr(tmp_path):
     assert "diff" in result, result
     bars = [line for line in lines if "%|" in line or "\r" in line or "it/s" in line]
     assert bars == [], "progress bars reached the server's stderr:\n" + "\n".join(bars[:5])
+    library = [line for line in lines if "py.warnings" in line or "Warning:" in line]
+    assert library == [], "library warnings reached the server's stderr (editors show them as errors):\n" + \
+        "\n".join(library[:5])
     assert any(Path(tmp_path / "cache").rglob("*")), "the server did not use the fresh cache"
+
+
+def test_library_warnings_stay_out_of_stderr_unless_info():
+    """A library's FutureWarning (transformers emits one while applying the adapter) is not an
+    error for the user: logged at INFO, so the default log level keeps stderr clean."""
+    code = ("import sys, warnings; from cad_lsp.__main__ import _configure_logging, parse_args; "
+            "_configure_logging(parse_args(sys.argv[1:])); "
+            "warnings.warn('x is deprecated', FutureWarning); import logging; logging.getLogger('cad').warning('kept')")
+    quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    verbose = subprocess.run([sys.executable, "-c", code, "--log-level", "INFO"], capture_output=True, text=True,
+                             timeout=60)
+    assert "FutureWarning" not in quiet.stderr and "WARNING cad: kept" in quiet.stderr, quiet.stderr
+    assert "INFO py.warnings" in verbose.stderr and "FutureWarning" in verbose.stderr, verbose.stderr
