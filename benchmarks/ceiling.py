@@ -4,7 +4,7 @@ Line level: the line oracle's ``CopyLines`` ops; each op's text is tokenized on 
 its token count is a span length N_k. Per case T = tokens(gold) (the full-regeneration cost)
 and T_gen = max(0, T - sum N_k) (everything not copied, separators included), so
 f_line = sum N_k / sum T. Token level: greedy longest-match cover over token ids with minimum
-span m (the aspirational sub-line primitive, ``engine.oracle.token_cover``).
+span m (the aspirational sub-line primitive, ``engine.program.oracle.token_cover``).
 
 ``span_profile(pairs, tokenizer)`` returns the per-case span histogram (N_k list, T, T_gen)
 that the e2e/kernel benchmarks use to compute bnd_exact = T / (T_gen + sum N_k / s(N_k)).
@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from benchmarks.common import bench_argparser, load_corpora, percentile, token_fns, write_report
-from engine.grammar import CopyLines
-from engine.oracle import line_program, longest_matches, token_cover
-from engine.resolver import document_lines
+from engine.program.grammar import CopyLines
+from engine.program.oracle import line_program, longest_matches, token_cover
+from engine.program.resolver import document_lines
 
 MIN_SPANS = (1, 2, 4, 8, 16, 32)
 
@@ -67,7 +67,7 @@ def span_profile(pairs: Sequence, tokenizer) -> dict:
 
 def bnd_cases(profile: dict) -> list[tuple[int, int, list[int]]]:
     """``(T, T_gen, spans)`` per case of a :func:`span_profile`, the input of
-    ``engine.costmodel.bnd_exact_corpus``."""
+    ``evaluation.costmodel.bnd_exact_corpus``."""
     return [(c["T"], c["T_gen"], c["spans"]) for c in profile["per_case"]]
 
 
@@ -87,7 +87,7 @@ def token_ceiling(pairs: Sequence, tokenizer, min_spans: Sequence[int] = MIN_SPA
 
 def main(argv=None) -> dict:
     args = bench_argparser(__doc__.splitlines()[0]).parse_args(argv)
-    from engine.model import load_tokenizer
+    from engine.backends.model import load_tokenizer
 
     tokenizer = load_tokenizer("default")
     corpora = load_corpora(args.cases)

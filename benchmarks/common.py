@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from engine.metrics import percentile  # noqa: F401  (re-exported for the benchmarks)
+from evaluation.metrics import percentile  # noqa: F401  (re-exported for the benchmarks)
 
 
 def bench_argparser(description: str, *, default_cases: int | None = None) -> argparse.ArgumentParser:
@@ -96,7 +96,7 @@ def token_fns(tokenizer):
 
 
 def load_corpora(cases: int | None = None, langs: Sequence[str] = ("python", "js")) -> dict:
-    """``{lang: pairs}`` from :mod:`engine.corpus`, each cut to the first ``cases`` pairs."""
-    from engine.corpus import load_pairs
+    """``{lang: pairs}`` from :mod:`evaluation.corpus`, each cut to the first ``cases`` pairs."""
+    from evaluation.corpus import load_pairs
 
     return {lang: load_pairs(lang)[:cases] if cases else load_pairs(lang) for lang in langs}

@@ -1,7 +1,7 @@
 """End-to-end benchmark on HumanEvalPack-Fix (Py + JS), one run, one model.
 
 Oracle-forced mode (default): every strategy produces the gold output, so only the cost differs:
-  * regen: full regeneration, one forward per gold token (engine.regen forced);
+  * regen: full regeneration, one forward per gold token (engine.decode.regen forced);
   * spec-edit W: full regeneration with the document as the speculative draft (gold teacher-forced);
   * Copy-as-Decode, line oracle program, as an overhead-reduction ladder: seed schedule (every
     literal its own forward), + ride-along literals, + speculative op headers, + monotonic copies;
@@ -9,7 +9,7 @@ Oracle-forced mode (default): every strategy produces the gold output, so only t
 Per corpus and pooled: realized speedup over regen (post-prefill decode time, and total wall),
 bnd_exact from the s(N) just measured (or `--kernel-json`) over the corpus's own line-level span
 histogram (benchmarks.ceiling.span_profile), realized/bnd, and the extended cost model's prediction
-(engine.costmodel, from each run's forward schedule) next to the measurement. The prompt prefill is
+(evaluation.costmodel, from each run's forward schedule) next to the measurement. The prompt prefill is
 reported separately: prompts differ per format and the bound (seed eq. 3) is about the output side.
 
 Free mode (`--free`): untrained CaD (line) and regen decode freely: EM, parse rate, copy endpoint
@@ -135,7 +135,7 @@ def run_forced_cases(args, loaded, corpora, m_token: int) -> list[dict]:
 def score_forced(records: list[dict], corpora, tokenizer, kernel: dict, windows, m_token: int) -> dict:
     """Rows (per corpus + pooled), bnd_exact, cost-model predictions and notes for forced records."""
     from benchmarks.ceiling import bnd_cases, span_profile
-    from engine.costmodel import KernelCurve, bnd_exact_corpus
+    from evaluation.costmodel import KernelCurve, bnd_exact_corpus
 
     curve = KernelCurve.from_report(kernel, source=kernel.get("source", ""))
     variants = forced_variants(tuple(windows), token_min_spans=(m_token, 8))
@@ -202,7 +202,7 @@ def rescore(args) -> dict:
     """Re-score an earlier forced run's records with another kernel JSON (no model runs)."""
     import json
 
-    from engine.model import load_tokenizer
+    from engine.backends.model import load_tokenizer
 
     if not args.kernel_json:
         raise SystemExit("--rescore needs --kernel-json (the s(N) curve to score with)")
@@ -218,7 +218,7 @@ def rescore(args) -> dict:
 def main(argv=None) -> dict:
     import torch
 
-    from engine.model import load_model
+    from engine.backends.model import load_model
 
     args = parser().parse_args(argv)
     if args.rescore:

@@ -35,7 +35,7 @@ def _row(corpus: str, name: str, rs: list[dict]) -> dict:
 
 
 def run_free(args, loaded, corpora, log) -> dict:
-    from engine.oracle import line_program
+    from engine.program.oracle import line_program
 
     records = []
     for lang, pairs in corpora.items():

@@ -1,9 +1,9 @@
 """Per-case runs for the end-to-end benchmark: strategy variants, forced replays, forward timing.
 
-`ForwardRecorder` wraps `engine.kv.KVRunner.feed` (every forward of every strategy goes through it)
+`ForwardRecorder` wraps `engine.backends.kv.KVRunner.feed` (every forward of every strategy goes through it)
 and records (tokens, ms) per forward, so a run's time splits into the prompt prefill (the first
 forward) and the decode that follows. `run_forced(variant, ...)` replays the gold output under one
-strategy variant (engine.regen forced mode for regen/spec-edit, engine.decoder forced mode for
+strategy variant (engine.decode.regen forced mode for regen/spec-edit, engine.decode.program forced mode for
 Copy-as-Decode) and returns a flat record; `run_free` decodes without forcing.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Variant:
-    """One strategy configuration: `kind` is "regen" (engine.regen) or "cad" (engine.decoder)."""
+    """One strategy configuration: `kind` is "regen" (engine.decode.regen) or "cad" (engine.decode.program)."""
 
     name: str
     kind: str
@@ -50,7 +50,7 @@ class ForwardRecorder:
         self._cuda = device is not None and getattr(device, "type", str(device)) == "cuda"
 
     def __enter__(self) -> "ForwardRecorder":
-        from engine.kv import KVRunner
+        from engine.backends.kv import KVRunner
 
         self._cls = KVRunner
         self._orig = KVRunner.feed
@@ -75,7 +75,7 @@ class ForwardRecorder:
 
 def oracle_program(variant: Variant, pair, tokenizer):
     """The gold program for a CaD variant: line oracle, or token oracle with the variant's m."""
-    from engine.oracle import line_program, token_program
+    from engine.program.oracle import line_program, token_program
     from engine.prompt import document_token_ids
 
     if not variant.token_level:
@@ -94,8 +94,8 @@ def _instruction(pair) -> str:
 
 
 def _once(variant: Variant, loaded, pair, *, forced: bool, max_new_tokens: int | None, device) -> dict:
-    from engine.decoder import decode_program
-    from engine.regen import regenerate
+    from engine.decode.program import decode_program
+    from engine.decode.regen import regenerate
 
     instr = _instruction(pair)
     rec = ForwardRecorder(device)
@@ -150,7 +150,7 @@ def run_variant(variant: Variant, loaded, pair, *, forced: bool = True, repeats:
 def predicted_ms(record: dict, curve) -> float:
     """Extended cost model for a run's post-prefill part, from its actual forward schedule:
     Σ over forwards τ·n/s(n) (1-token forwards cost τ) + c_mask per masked step + c_sync per op."""
-    from engine.costmodel import predict_from_forwards
+    from evaluation.costmodel import predict_from_forwards
 
     return predict_from_forwards(record["sizes"][1:], tau_ms=curve.tau_ms, s=curve.s, fixed=curve.fixed,
                                  masked_steps=record["masked_steps"], ops=record["ops"])
@@ -164,7 +164,7 @@ def median(values) -> float:
 def endpoint_accuracy(program: Any, oracle: Any) -> tuple[int, int, int]:
     """(#oracle copy ops, #starts matched, #ends matched), aligning the i-th predicted copy op with
     the i-th oracle copy op (line or token copies)."""
-    from engine.grammar import CopyLines, CopyTokens
+    from engine.program.grammar import CopyLines, CopyTokens
 
     def copies(p):
         return [op for op in (p or ()) if isinstance(op, (CopyLines, CopyTokens))]

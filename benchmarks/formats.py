@@ -1,6 +1,6 @@
 """Edit-format cost and round-trip EM (seed Table 3): full / search-replace / udiff / CaD.
 
-Every format's output is derived from the oracle (``engine.formats.<fmt>.serialize``),
+Every format's output is derived from the oracle (``evaluation.formats.<fmt>.serialize``),
 tokenized with the default model's tokenizer, then parsed and applied back to the document
 (``apply``); RT-EM is byte-exact equality with the gold. For search/replace, blocks whose
 SEARCH anchor occurs more than once are counted (``ambiguous``), as are the cases where
@@ -13,8 +13,8 @@ from __future__ import annotations
 import statistics
 
 from benchmarks.common import bench_argparser, load_corpora, percentile, token_fns, write_report
-from engine.formats import FORMATS, FormatApplyError
-from engine.formats import search_replace
+from evaluation.formats import FORMATS, FormatApplyError
+from evaluation.formats import search_replace
 
 
 def measure(pairs, encode) -> tuple[list[dict], list[dict]]:
@@ -56,7 +56,7 @@ def measure(pairs, encode) -> tuple[list[dict], list[dict]]:
 
 def main(argv=None) -> dict:
     args = bench_argparser(__doc__.splitlines()[0]).parse_args(argv)
-    from engine.model import load_tokenizer
+    from engine.backends.model import load_tokenizer
 
     encode, _ = token_fns(load_tokenizer("default"))
     corpora = load_corpora(args.cases)

@@ -89,7 +89,7 @@ def build_model(args):
         model.eval()
         desc = f"{args.model_config} (random weights)"
         return model, None, device, dtype, desc
-    from engine.model import load_model
+    from engine.backends.model import load_model
 
     loaded = load_model(args.model, device=args.device, progress=log)
     model = loaded.model
@@ -245,7 +245,7 @@ def measure_kernel(model, tokenizer, device, *, ns=FULL_NS, trials: int = 5, war
                    prefix: int = 1024, reps: int = 200) -> dict:
     """Sweep s(N) and the fixed costs on an already loaded model; returns the kernel report fields:
     rows [{N, ar_ms, pp_ms, s, ...}], tau_ms, fixed_costs, m_star, m_star_safe, m_star_with_forced, c_ms."""
-    from engine.costmodel import FixedCosts, KernelCurve, m_star, m_star_safe
+    from evaluation.costmodel import FixedCosts, KernelCurve, m_star, m_star_safe
 
     pc = PrefixedCache(model, device, prefix, model.config.vocab_size)
     rows = sweep(pc, ns, trials, warmup)

@@ -11,9 +11,9 @@ Run: ``python -m benchmarks.losslessness --json out.json [--cases N] [--min-span
 from __future__ import annotations
 
 from benchmarks.common import bench_argparser, load_corpora, token_fns, write_report
-from engine.grammar import RESERVED_LITERALS, parse, serialize
-from engine.oracle import line_program, token_program
-from engine.resolver import resolve
+from engine.program.grammar import RESERVED_LITERALS, parse, serialize
+from engine.program.oracle import line_program, token_program
+from engine.program.resolver import resolve
 
 
 def _check(prog, pair, **kw) -> dict:
@@ -64,7 +64,7 @@ def main(argv=None) -> dict:
     parser = bench_argparser(__doc__.splitlines()[0])
     parser.add_argument("--min-span", type=int, default=8, help="token oracle minimum span")
     args = parser.parse_args(argv)
-    from engine.model import load_tokenizer
+    from engine.backends.model import load_tokenizer
 
     encode, decode = token_fns(load_tokenizer("default"))
     rows, failures, totals = [], [], {}

@@ -24,7 +24,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from benchmarks.common import bench_argparser, percentile, write_report
-from engine.corpus import load_pairs
+from evaluation.corpus import load_pairs
 
 CAPS = types.ClientCapabilities(
     window=types.WindowClientCapabilities(work_done_progress=True),

@@ -7,7 +7,7 @@ mode (the real cost of that program) with the real default model, under
   schedule: forced-template prefills, then the splice);
 * ``ride``: forced literals and single-option tokens ride along in the next decision's forward;
 * ``ride+spec``: plus speculative op headers (guessed header verified in one forward);
-* ``ride+spec+pld``: plus prompt-lookup drafts for gen bodies (engine.strategies "pld").
+* ``ride+spec+pld``: plus prompt-lookup drafts for gen bodies (engine.drafters "pld").
 
 Reports forwards per copy op (header + splice), per gen op and per program, tokens per forward,
 wall time, and the masked-step overhead (mask + argmax per decision, in microseconds). A free
@@ -65,7 +65,7 @@ def mask_overhead_us(tokenizer, document: str, reps: int = 2000) -> dict:
 
     import torch
 
-    from engine.fsm import ProgramFSM, token_table
+    from engine.guide.fsm import ProgramFSM, token_table
     from engine.prompt import DocumentView
 
     table = token_table(tokenizer)
@@ -97,10 +97,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--model", default="default")
     args = parser.parse_args(argv)
 
-    from engine.decoder import decode_program
-    from engine.model import load_model
-    from engine.oracle import line_program
-    from engine.strategies import make_proposer
+    from engine.decode.program import decode_program
+    from engine.backends.model import load_model
+    from engine.program.oracle import line_program
+    from engine.drafters import make_proposer
 
     loaded = load_model(args.model, device="auto")
     pairs = [p for ps in load_corpora(args.cases).values() for p in ps]

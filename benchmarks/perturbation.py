@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 
 from benchmarks.common import bench_argparser, load_corpora, write_report
-from engine.grammar import CopyLines
-from engine.oracle import line_program
-from engine.resolver import document_lines, resolve
+from engine.program.grammar import CopyLines
+from engine.program.oracle import line_program
+from engine.program.resolver import document_lines, resolve
 
 EPSILONS = (0, 1, 2, 3, 5)
 

@@ -62,8 +62,8 @@ def pick_cases(data: Path, split: str, per_family: int, seed: int, max_lines: in
 
 def span_accuracy(document: str, gold: str, program) -> tuple[float, float] | None:
     """Share of the oracle's copy spans whose start / end the predicted program also has."""
-    from engine.grammar import CopyLines
-    from engine.oracle import line_program
+    from engine.program.grammar import CopyLines
+    from engine.program.oracle import line_program
 
     oracle = [op for op in line_program(document, gold) if isinstance(op, CopyLines)]
     if not oracle:
@@ -76,8 +76,8 @@ def span_accuracy(document: str, gold: str, program) -> tuple[float, float] | No
 
 def classify(case, text: str | None, program, stats, warnings: list[str]) -> str | None:
     """The failure class of a wrong result (None when the result is exact)."""
-    from engine.grammar import CopyLines
-    from engine.oracle import line_program
+    from engine.program.grammar import CopyLines
+    from engine.program.oracle import line_program
 
     if text is None:
         return "error"
@@ -95,7 +95,7 @@ def classify(case, text: str | None, program, stats, warnings: list[str]) -> str
 
 
 def heval_tests() -> dict:
-    from engine.corpus import load_pairs
+    from evaluation.corpus import load_pairs
 
     return {p.task_id: p for lang in ("python", "js") for p in load_pairs(lang)}
 

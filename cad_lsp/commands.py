@@ -33,7 +33,7 @@ from pygls.exceptions import JsonRpcRequestCancelled
 
 import engine.api as _engine_api
 from engine.api import EditCancelled, EditRequest, EngineError
-from engine.grammar import serialize
+from engine.program.grammar import serialize
 
 from .arguments import EditArgs, check_unicode, parse_edit_args
 from .diffs import unified_diff

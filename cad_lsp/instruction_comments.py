@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from engine.grammar import CopyLines, CopyTokens
+from engine.program.grammar import CopyLines, CopyTokens
 
 __all__ = ["InstructionComment", "find_instruction_comments", "parse_instruction_comment",
            "drop_line_from_program", "locate_comment"]

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from lsprotocol import types
 
-from engine.grammar import serialize
+from engine.program.grammar import serialize
 
 from .errors import CommandArgumentError, CommandRefusedError
 from .versioned_apply import apply_versioned, client_can_apply_edits

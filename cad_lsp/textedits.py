@@ -29,8 +29,8 @@ from typing import Callable, Sequence
 
 from lsprotocol import types
 
-from engine.grammar import CopyLines, CopyTokens, Gen
-from engine.resolver import resolve, strip_gen
+from engine.program.grammar import CopyLines, CopyTokens, Gen
+from engine.program.resolver import resolve, strip_gen
 
 from .positions import LineIndex
 

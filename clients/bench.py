@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from clients.lsp_session import LspSession, LspSessionError
-from engine.metrics import exact_match, percentile
+from evaluation.metrics import exact_match, percentile
 from clients.progress_bar import ProgressBar
 from clients.testrun import run_tests
 
@@ -49,7 +49,7 @@ class CaseResult:
 
 
 def load_cases(lang: str, n: int | None):
-    from engine.corpus import load_pairs  # pure-python data loader; no torch
+    from evaluation.corpus import load_pairs  # pure-python data loader; no torch
 
     langs = ["python", "js"] if lang == "both" else [lang]
     cases = []

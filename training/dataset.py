@@ -2,7 +2,7 @@
 
 Cases come from two places:
 
-* HumanEvalPack-Fix (Python, JS): only the TRAIN part of ``engine.corpus.split`` goes into
+* HumanEvalPack-Fix (Python, JS): only the TRAIN part of ``evaluation.corpus.split`` goes into
   ``train``; the held-out part is the ``test`` split's ``heval`` cases (never trained on);
 * synthetic edits on documents mined by ``training.sources`` from local source trees, each file
   assigned to one split by its path hash; ``HELD_OUT_LANGS`` appear in ``test`` only.
@@ -50,8 +50,8 @@ def _length(rng: random.Random) -> int:
 
 def heval_cases(split: str, seed: int = 0) -> list[EditCase]:
     """HumanEvalPack-Fix pairs: train part for ``train``, held-out part for ``test``, none for ``val``."""
-    from engine.corpus import load_pairs
-    from engine.corpus import split as corpus_split
+    from evaluation.corpus import load_pairs
+    from evaluation.corpus import split as corpus_split
 
     out = []
     for lang, name in (("python", "python"), ("js", "javascript")):
@@ -93,7 +93,7 @@ def synthetic_cases(lang: str, split: str, n: int, roots: list[str], seed: int,
 def build(out_dir: Path, *, per_lang: dict[str, int], seed: int = 0, roots: dict[str, list[str]] | None = None,
           max_tokens: int = 8000, heval_repeat: int = 2, progress=print) -> dict:
     """Write ``{train,val,test}.jsonl`` and ``manifest.json`` under ``out_dir``; return the manifest."""
-    from engine.model import load_tokenizer
+    from engine.backends.model import load_tokenizer
     from training.render import UnrenderableCase, render_case
 
     tok = load_tokenizer("default")

@@ -14,7 +14,7 @@ The loop itself (``training.loop``) makes one optimizer update per ``accum`` cas
   exactly where the last checkpoint was taken;
 * ``out/metrics.jsonl`` gets a line per update (loss, tokens, seconds) and per validation pass;
 * the final adapter (peft format + ``cad_profile.json``) is exported to ``out/adapter``, which
-  ``engine.model.load_model`` accepts as a model spec.
+  ``engine.backends.model.load_model`` accepts as a model spec.
 """
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def batch_loss(causal_lm, cases: list, autocast_dtype=None, count_hits: bool = F
 
 def build_trainable(config: FitConfig):
     """(loaded base model, trainable module) — a peft LoRA wrapper, or the model itself for full FT."""
-    from engine.model import load_model
+    from engine.backends.model import load_model
 
     loaded = load_model(config.base, config.device, adapter="none")
     model = loaded.model.float()       # fp32 master weights; CUDA forwards run under bf16 autocast

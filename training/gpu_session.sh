@@ -24,7 +24,7 @@ cat /tmp/stash/gguf.part1 .dev/gguf.part2 > "$GGUF"
 echo "$(cat .dev/gguf.sha256)  $GGUF" | sha256sum -c -
 mkdir -p /tmp/data
 for f in .dev/data/*.xz; do xz -dc "$f" > "/tmp/data/$(basename "${f%.xz}")"; done
-$PY -c "from engine.model import load_model; m = load_model('$GGUF', '$DEVICE', adapter='none'); print(m.device, m.dtype)"
+$PY -c "from engine.backends.model import load_model; m = load_model('$GGUF', '$DEVICE', adapter='none'); print(m.device, m.dtype)"
 if [ -f .dev/tokcheck.sha ]; then   # the same targets as where the data was built, or stop here
     got=$($PY -m training.tokcheck "$GGUF" /tmp/data/val.jsonl | tail -n 1)
     [ "$got" = "$(cat .dev/tokcheck.sha)" ] || { echo "tokenizer fingerprint differs: $got"; exit 3; }

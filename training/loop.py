@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from engine.adapters import PROFILE_FILE
+from engine.backends.adapters import PROFILE_FILE
 from training.fit import (FitConfig, batch_loss, build_trainable, case_loss, causal_lm_of, load_trainable_state,
                           lr_factor, plan_batches, trainable_state)
 

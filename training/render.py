@@ -4,21 +4,21 @@
 after decoding the case's oracle program, and which of them are in the loss:
 
 * context: ``engine.prompt.render_prompt`` (the same profile the weights will be loaded with);
-* target: ``engine.fsm.op_token_parts`` of ``engine.oracle.line_program(document, gold)`` (or the
+* target: ``engine.guide.fsm.op_token_parts`` of ``engine.program.oracle.line_program(document, gold)`` (or the
   token program for ``cad-tokens`` cases), then ``</program>`` and EOS;
 * loss: copy headers, gen text, ``</gen>``, ``</program>`` and EOS; the spliced copy payloads are
   context only (the decoder splices them, the model never chooses them).
 
-A forced decode of the same program (``engine.decoder.decode_program(..., forced=program)``)
+A forced decode of the same program (``engine.decode.program.decode_program(..., forced=program)``)
 produces exactly ``ids[len(prompt):-1]`` (everything but EOS): a test checks it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.fsm import op_token_parts, token_table
-from engine.gen_end import decode
-from engine.oracle import line_program, token_program
+from engine.guide.fsm import op_token_parts, token_table
+from engine.decode.gen_end import decode
+from engine.program.oracle import line_program, token_program
 from engine.prompt import render_prompt
 
 

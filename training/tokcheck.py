@@ -9,7 +9,7 @@ import sys
 
 
 def fingerprint(spec: str, cases_path: str, n: int = 40) -> str:
-    from engine.model import load_tokenizer
+    from engine.backends.model import load_tokenizer
     from training.dataset import load_cases
     from training.render import render_case
 

@@ -6,7 +6,7 @@ docs/ARCHITECTURE.md, but the "edit" is deterministic: every line in scope that 
 as a versioned `workspace/applyEdit`, one TextEdit per changed line, so the client's position
 handling and version bookkeeping are exercised. Env `FAKE_CAD_DELAY_S` adds a per-request delay.
 With `FAKE_CAD_MODE=gold` the edit instead turns a HumanEvalPack buggy document into its gold
-text (looked up in engine.corpus), sent as line-block TextEdits from a difflib alignment.
+text (looked up in evaluation.corpus), sent as line-block TextEdits from a difflib alignment.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ _GOLD: dict[str, str] = {}
 
 def _gold_plan(doc):
     if not _GOLD:
-        from engine.corpus import load_pairs
+        from evaluation.corpus import load_pairs
         for lang in ("python", "js"):
             _GOLD.update({p.document: p.gold for p in load_pairs(lang)})
     old = doc.source.split("\n")

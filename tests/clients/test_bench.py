@@ -85,7 +85,7 @@ def test_bench_three_cases_against_real_server_and_model(tmp_path):
 
 
 def test_js_md5_task_runs_offline():
-    from engine.corpus import load_pairs
+    from evaluation.corpus import load_pairs
 
     (pair,) = [p for p in load_pairs("js") if p.task_id == "JavaScript/162"]
     assert run_tests("js", pair.gold, pair.test, pair.entry_point).passed

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine.api import EditCancelled, EditResult, EditStats, Progress  # noqa: E402
-from engine.oracle import line_program  # noqa: E402
+from engine.program.oracle import line_program  # noqa: E402
 
 
 class UpperEngine:

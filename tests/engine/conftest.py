@@ -20,7 +20,7 @@ def make_tiny(tokenizer, *, seed: int = 0, hidden: int = 64, layers: int = 2, in
               context_length: int = 4096):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from engine.model import LoadedModel
+    from engine.backends.model import LoadedModel
 
     torch.manual_seed(seed)
     config = LlamaConfig(

@@ -13,9 +13,9 @@ from engine.api import (
     STRATEGIES, ContextOverflowError, EditCancelled, EditEngine, EditRequest, EditResult, EngineError,
     InvalidRangeError, InvalidRequestError, Progress, UnknownStrategyError,
 )
-from engine.grammar import CopyLines, Gen
-from engine.resolver import resolve
-from engine.scope import rebase_program, slice_lines, splice_text
+from engine.program.grammar import CopyLines, Gen
+from engine.program.resolver import resolve
+from engine.program.scope import rebase_program, slice_lines, splice_text
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = "".join(f"line_{i} = {i}\n" for i in range(1, 9))     # 8 lines + final empty line (n = 9)
@@ -53,7 +53,7 @@ def test_invalid_requests_fail_before_loading(fields, error, words):
 
 
 def test_load_is_idempotent_and_thread_safe(monkeypatch):
-    import engine.model
+    import engine.backends.model
 
     calls = []
     barrier = threading.Barrier(4)
@@ -62,7 +62,7 @@ def test_load_is_idempotent_and_thread_safe(monkeypatch):
         calls.append(spec)
         return object()
 
-    monkeypatch.setattr(engine.model, "load_model", fake_load)
+    monkeypatch.setattr(engine.backends.model, "load_model", fake_load)
     eng = EditEngine("some-spec")
 
     def worker():
@@ -109,7 +109,7 @@ def test_rebase_program_matches_splice_on_random_programs():
 
 @pytest.fixture(scope="module")
 def tiny_engine():
-    from engine.model import tiny_random_model
+    from engine.backends.model import tiny_random_model
 
     return EditEngine(tiny_random_model(seed=2))
 
@@ -152,7 +152,7 @@ def test_cancel_from_progress_raises_edit_cancelled(tiny_engine):
 def test_context_overflow_names_range_scoping():
     import dataclasses
 
-    from engine.model import tiny_random_model
+    from engine.backends.model import tiny_random_model
 
     small = dataclasses.replace(tiny_random_model(seed=2), context_length=80)
     with pytest.raises(ContextOverflowError, match="range"):
@@ -169,7 +169,7 @@ def test_real_model_edit_per_strategy(real_model, strategy):
     result = engine.edit(EditRequest(SMALL_DOC, "Fix bugs in add.", strategy=strategy, max_new_tokens=40))
     assert isinstance(result.text, str) and result.program
     if strategy == "cad-tokens":  # token programs resolve in token mode against the document's ids
-        from engine.gen_end import decode
+        from engine.decode.gen_end import decode
         from engine.prompt import document_token_ids
 
         tok = real_model.tokenizer

@@ -5,8 +5,8 @@ the whole guess (IndexError in `_verify_guess`).
 """
 import pytest
 
-from engine.decoder import decode_program
-from engine.grammar import parse, serialize
+from engine.decode.program import decode_program
+from engine.program.grammar import parse, serialize
 
 DOC = "def add(a, b):\n    return a - b\n"
 

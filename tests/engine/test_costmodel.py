@@ -1,11 +1,11 @@
-"""engine.costmodel on hand-computed examples."""
+"""evaluation.costmodel on hand-computed examples."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from engine.costmodel import (
+from evaluation.costmodel import (
     CostModelError,
     FixedCosts,
     KernelCurve,

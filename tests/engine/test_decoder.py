@@ -1,4 +1,4 @@
-"""engine.decoder: always-parsing programs, forced-oracle replay, speculation losslessness, end of gen,
+"""engine.decode.program: always-parsing programs, forced-oracle replay, speculation losslessness, end of gen,
 EOS, budget, cancellation, context overflow, split-literal tokenizers."""
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import threading
 
 import pytest
 
-from engine.corpus import load_pairs
-from engine.decoder import decode_program
+from evaluation.corpus import load_pairs
+from engine.decode.program import decode_program
 from engine.errors import ContextOverflowError, EditCancelled, ForcedProgramError
-from engine.fsm import token_table
-from engine.gen_end import decode
-from engine.grammar import CopyLines, CopyTokens, Gen, parse, serialize
-from engine.oracle import line_program, token_program
+from engine.guide.fsm import token_table
+from engine.decode.gen_end import decode
+from engine.program.grammar import CopyLines, CopyTokens, Gen, parse, serialize
+from engine.program.oracle import line_program, token_program
 from engine.prompt import PROGRAM_OPEN, expanded_program_text, render_prompt
 
 _WORDS = ["def", "return", "x", "y", "=", "+", "(", ")", ":", "if", "for", "i", "in", "range", "0", "1",
@@ -148,7 +148,7 @@ class _Oracle:
 
 
 def test_gen_strategy_hook_is_lossless(tiny_model):
-    from engine.fsm import program_token_ids
+    from engine.guide.fsm import program_token_ids
 
     pair = load_pairs("python")[1]
     program = line_program(pair.document, pair.gold)

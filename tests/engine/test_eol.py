@@ -1,7 +1,7 @@
-"""Generated text follows a CRLF document's line endings (engine.eol)."""
-from engine.eol import adapt_program, adapt_text, uses_crlf
-from engine.grammar import CopyLines, Gen
-from engine.resolver import resolve
+"""Generated text follows a CRLF document's line endings (engine.program.eol)."""
+from engine.program.eol import adapt_program, adapt_text, uses_crlf
+from engine.program.grammar import CopyLines, Gen
+from engine.program.resolver import resolve
 
 DOC = "def f(x):\r\n    return x - 1\r\n\r\nprint(f(2))\r\n"
 

@@ -1,12 +1,12 @@
-"""engine.fsm: token table from the tokenizer, index masks within bounds, trie branching, forcing."""
+"""engine.guide.fsm: token table from the tokenizer, index masks within bounds, trie branching, forcing."""
 from __future__ import annotations
 
 import random
 
 import pytest
 
-from engine.fsm import ProgramFSM, TokenTable, op_token_ids, program_token_ids, token_table
-from engine.grammar import CopyLines, CopyTokens, Gen
+from engine.guide.fsm import ProgramFSM, TokenTable, op_token_ids, program_token_ids, token_table
+from engine.program.grammar import CopyLines, CopyTokens, Gen
 from engine.prompt import DocumentView
 
 

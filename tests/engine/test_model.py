@@ -1,4 +1,4 @@
-"""engine.model: spec errors, device choice, atomic cache writes, cache round trip, tiny model."""
+"""engine.backends.model: spec errors, device choice, atomic cache writes, cache round trip, tiny model."""
 from __future__ import annotations
 
 import shutil
@@ -6,8 +6,8 @@ import shutil
 import pytest
 import torch
 
-from engine import model as em
-from engine.model import ModelLoadError, load_model, tiny_random_model
+from engine.backends import model as em
+from engine.backends.model import ModelLoadError, load_model, tiny_random_model
 
 
 @pytest.fixture

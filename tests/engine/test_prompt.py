@@ -1,12 +1,12 @@
 """engine.prompt: the rendered context, the splice payload framing, the token view, the regen prompt."""
 from __future__ import annotations
 
-from engine.grammar import CopyLines, Gen
+from engine.program.grammar import CopyLines, Gen
 from engine.prompt import (
     PROGRAM_OPEN, REGEN_CLOSE, REGEN_OPEN, DocumentView, copy_payload_text, expanded_program_text,
     number_lines, number_tokens, regen_output, render_prompt, render_regen_prompt, system_prompt,
 )
-from engine.resolver import resolve
+from engine.program.resolver import resolve
 
 DOC = "def f(x):\n    y = x\n    return y - 1\n"
 

@@ -6,14 +6,14 @@ import threading
 
 import pytest
 
-from engine.corpus import load_pairs
+from evaluation.corpus import load_pairs
 from engine.errors import ContextOverflowError, EditCancelled
-from engine.resolver import resolve
+from engine.program.resolver import resolve
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    from engine.model import tiny_random_model
+    from engine.backends.model import tiny_random_model
 
     return tiny_random_model(seed=1)
 
@@ -25,7 +25,7 @@ def short_pairs():
 
 
 def test_forced_regen_reproduces_gold_one_forward_per_token(tiny, short_pairs):
-    from engine.regen import regenerate
+    from engine.decode.regen import regenerate
 
     for pair in short_pairs:
         r = regenerate(tiny, pair.document, pair.instruction, strategy="regen", forced=pair.gold)
@@ -37,7 +37,7 @@ def test_forced_regen_reproduces_gold_one_forward_per_token(tiny, short_pairs):
 
 
 def test_forced_spec_edit_same_text_far_fewer_forwards(tiny, short_pairs):
-    from engine.regen import regenerate
+    from engine.decode.regen import regenerate
 
     for pair in short_pairs:
         reg = regenerate(tiny, pair.document, pair.instruction, strategy="regen", forced=pair.gold)
@@ -51,7 +51,7 @@ def test_forced_spec_edit_same_text_far_fewer_forwards(tiny, short_pairs):
 
 
 def test_free_strategies_identical_on_tiny_model(tiny, short_pairs):
-    from engine.regen import regenerate
+    from engine.decode.regen import regenerate
 
     pair = short_pairs[0]
     outs = {s: regenerate(tiny, pair.document, pair.instruction, strategy=s, max_new_tokens=40)
@@ -62,7 +62,7 @@ def test_free_strategies_identical_on_tiny_model(tiny, short_pairs):
 
 
 def test_context_overflow_suggests_range(tiny, short_pairs):
-    from engine.regen import regenerate
+    from engine.decode.regen import regenerate
 
     small = dataclasses.replace(tiny, context_length=64)
     with pytest.raises(ContextOverflowError, match="range"):
@@ -70,7 +70,7 @@ def test_context_overflow_suggests_range(tiny, short_pairs):
 
 
 def test_cancel_maps_to_edit_cancelled(tiny, short_pairs):
-    from engine.regen import regenerate
+    from engine.decode.regen import regenerate
 
     cancel = threading.Event()
     seen = []
@@ -88,7 +88,7 @@ def test_cancel_maps_to_edit_cancelled(tiny, short_pairs):
 
 def test_unknown_strategy(tiny):
     from engine.api import UnknownStrategyError
-    from engine.regen import regenerate
+    from engine.decode.regen import regenerate
 
     with pytest.raises(UnknownStrategyError, match="spec-edit"):
         regenerate(tiny, "x = 1\n", "Fix it.", strategy="medusa")
@@ -97,7 +97,7 @@ def test_unknown_strategy(tiny):
 @pytest.mark.real_model
 def test_real_model_spec_edit_and_pld_lossless(real_model, short_pairs):
     """On the real model, spec-edit and pld emit exactly regen's tokens, in fewer forwards."""
-    from engine.regen import regenerate
+    from engine.decode.regen import regenerate
 
     for pair in short_pairs[:2]:
         reg = regenerate(real_model, pair.document, pair.instruction, strategy="regen", max_new_tokens=64)
@@ -112,7 +112,7 @@ def test_real_model_spec_edit_and_pld_lossless(real_model, short_pairs):
 
 
 def test_end_detector_drops_tokens_committed_past_the_marker(tiny):
-    from engine.regen import _end_detector
+    from engine.decode.regen import _end_detector
 
     tok = tiny.tokenizer
     ids = tok.encode("x = 1\n</document>\nmore text after", add_special_tokens=False)

@@ -22,8 +22,8 @@ DOC = (
 
 
 def test_default_is_the_base_with_the_shipped_adapter(real_model):
-    from engine.adapters import shipped_adapter
-    from engine.model import load_model
+    from engine.backends.adapters import shipped_adapter
+    from engine.backends.model import load_model
 
     assert shipped_adapter() is not None
     base = load_model("default+none", device="cpu")

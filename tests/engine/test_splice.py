@@ -4,12 +4,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-import engine.decoder as decoder_mod
-from engine.corpus import load_pairs
-from engine.decoder import decode_program
-from engine.grammar import CopyLines
-from engine.kv import KVRunner
-from engine.oracle import line_program
+import engine.decode.program as decoder_mod
+from evaluation.corpus import load_pairs
+from engine.decode.program import decode_program
+from engine.program.grammar import CopyLines
+from engine.backends.kv import KVRunner
+from engine.program.oracle import line_program
 from engine.prompt import render_prompt
 
 

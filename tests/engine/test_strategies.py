@@ -6,10 +6,10 @@ import random
 import pytest
 import torch
 
-from engine.strategies import NoDraft, make_proposer, verify_greedy
-from engine.strategies.generate import generate
-from engine.strategies.pld import PromptLookupProposer, find_ngram
-from engine.strategies.spec_edit import DocumentDraftProposer
+from engine.drafters import NoDraft, make_proposer, verify_greedy
+from engine.decode.generate import generate
+from engine.drafters.pld import PromptLookupProposer, find_ngram
+from engine.drafters.document import DocumentDraftProposer
 
 VOCAB = 50
 
@@ -153,14 +153,14 @@ def test_registry():
 
 @pytest.fixture(scope="module")
 def tiny():
-    from engine.model import tiny_random_model
+    from engine.backends.model import tiny_random_model
 
     return tiny_random_model(seed=3)
 
 
 def test_lossless_with_real_kv_cache_on_tiny_model(tiny):
     """Cropping a real DynamicCache after rejections must not change greedy output."""
-    from engine.kv import KVRunner
+    from engine.backends.kv import KVRunner
 
     rng = random.Random(0)
     tok = tiny.tokenizer

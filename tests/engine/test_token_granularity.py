@@ -1,6 +1,6 @@
 """A token-level decode resolves in token mode even when the program has no CopyTokens."""
-from engine.decoder import decode_program
-from engine.grammar import Gen
+from engine.decode.program import decode_program
+from engine.program.grammar import Gen
 
 
 def test_gen_only_token_program_keeps_its_newlines(tiny_model):

@@ -16,7 +16,7 @@ GOLD = DOC.replace("a - b", "a + b")
 @pytest.mark.parametrize("granularity", ["lines", "tokens"])
 def test_forced_decode_reproduces_the_rendered_target(tiny_model, granularity):
     """One renderer: decoding the oracle program forced yields exactly the trained ids."""
-    from engine.decoder import decode_program
+    from engine.decode.program import decode_program
 
     case = EditCase("bugfix", "operator", "python", DOC, "Fix the bug in add.", GOLD, granularity=granularity)
     rc = render_case(case, tiny_model.tokenizer, profile="short")
@@ -63,8 +63,8 @@ def test_sources_exclude_the_python_standard_library():
 
 @pytest.mark.parametrize("family", ["bugfix", "snippet", "mechanical", "noop"])
 def test_every_family_makes_resolvable_cases(family, real_tokenizer):
-    from engine.oracle import line_program
-    from engine.resolver import resolve
+    from engine.program.oracle import line_program
+    from engine.program.resolver import resolve
     from training.families import FAMILIES
 
     doc = "\n".join(f"def f{i}(x, y):\n    total = x + {i}\n    if total > y:\n        return total - 1\n"

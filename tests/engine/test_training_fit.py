@@ -73,7 +73,7 @@ def test_a_killed_run_resumes_where_its_checkpoint_was(tiny_dir, data_dir, tmp_p
 def test_exported_adapter_loads_with_its_profile(tiny_dir, data_dir, tmp_path):
     import torch
 
-    from engine.model import load_model
+    from engine.backends.model import load_model
 
     adapter, _ = _fit(tiny_dir, data_dir, tmp_path / "run", max_updates=3, lr=1e-2)
     profile = json.loads((adapter / "cad_profile.json").read_text())
@@ -88,7 +88,7 @@ def test_exported_adapter_loads_with_its_profile(tiny_dir, data_dir, tmp_path):
 
 
 def test_one_model_string_names_base_and_adapter(tiny_dir, data_dir, tmp_path):
-    from engine.adapters import AdapterError, choose
+    from engine.backends.adapters import AdapterError, choose
 
     untrained = choose("default+none")
     assert untrained.base == "default" and untrained.adapter is None and untrained.profile == "teach"
@@ -103,7 +103,7 @@ def test_padded_batch_loss_equals_the_per_case_losses(tiny_dir, real_tokenizer):
     """Right padding changes nothing: a batch's token-weighted loss is the per-case losses combined."""
     import torch
 
-    from engine.model import load_model
+    from engine.backends.model import load_model
     from training.fit import batch_loss, case_loss
     from training.render import render_case
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.corpus import CorpusError, data_dir, load_pairs, split
+from evaluation.corpus import CorpusError, data_dir, load_pairs, split
 
 
 def test_load_pairs_builds_document_and_gold():

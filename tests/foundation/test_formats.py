@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.corpus import load_pairs
-from engine.formats import FORMATS, FormatApplyError, get_format
-from engine.formats import search_replace as sr
+from evaluation.corpus import load_pairs
+from evaluation.formats import FORMATS, FormatApplyError, get_format
+from evaluation.formats import search_replace as sr
 
 CASES = [("a\nb\nc\n", "a\nB\nc\n"), ("a\nb", "a\nb\nc"), ("", "x\n"), ("x\n", ""),
          ("a\r\nb\r\n", "a\r\nX\r\nb\r\n"), ("p\nq\nr", "new\np\nr"), ("same", "same")]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.grammar import (
+from engine.program.grammar import (
     ENTITIES, ESCAPE_CHAR, RESERVED_LITERALS, CopyLines, CopyTokens, Gen, ProgramParseError,
     escape, parse, serialize, unescape,
 )
-from engine.oracle import line_program
-from engine.resolver import resolve
+from engine.program.oracle import line_program
+from engine.program.resolver import resolve
 
 # Adversarial building blocks: reserved literals, their entity forms, the entity characters
 # on their own, prefixes of literals, tag-ish text, newlines and CR.

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.grammar import (
+from engine.program.grammar import (
     ENTITIES, ESCAPE_CHAR, RESERVED_LITERALS, CopyLines, CopyTokens, Gen, ProgramParseError,
     escape, parse, serialize, unescape,
 )

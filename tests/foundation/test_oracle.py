@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.corpus import load_pairs
-from engine.grammar import CopyLines, CopyTokens, Gen, parse, serialize
-from engine.oracle import line_program, token_cover, token_program
-from engine.resolver import resolve
+from evaluation.corpus import load_pairs
+from engine.program.grammar import CopyLines, CopyTokens, Gen, parse, serialize
+from engine.program.oracle import line_program, token_cover, token_program
+from engine.program.resolver import resolve
 
 EDGE = ["", "\n", "\n\n", "a", "a\n", "a\n\n", "\na", "a\r\nb\r\n", "x\n\ny\n\n\nz"]
 

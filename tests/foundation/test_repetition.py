@@ -1,5 +1,5 @@
 """Runaway-gen detection stops loops and leaves ordinary repetitive code alone."""
-from engine.repetition import MIN_SPAN, repeating_unit
+from engine.decode.repetition import MIN_SPAN, repeating_unit
 
 
 def test_a_line_repeated_over_and_over_is_caught():

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.grammar import CopyLines, CopyTokens, Gen
-from engine.oracle import line_program
-from engine.resolver import ResolveError, resolve, strip_gen
+from engine.program.grammar import CopyLines, CopyTokens, Gen
+from engine.program.oracle import line_program
+from engine.program.resolver import ResolveError, resolve, strip_gen
 
 
 def r(prog, doc, mode="strict"):

@@ -18,8 +18,8 @@ import sys
 import time
 
 from engine.api import EditCancelled, EditResult, EditStats, Progress
-from engine.oracle import line_program
-from engine.resolver import resolve
+from engine.program.oracle import line_program
+from engine.program.resolver import resolve
 
 
 class FakeEngine:

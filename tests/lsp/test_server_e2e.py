@@ -13,9 +13,9 @@ import pytest_asyncio
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from engine.corpus import data_dir
-from engine.grammar import CopyLines, parse
-from engine.resolver import resolve
+from evaluation.corpus import data_dir
+from engine.program.grammar import CopyLines, parse
+from engine.program.resolver import resolve
 
 from .lsp_client import (
     NO_APPLY_CAPS, execute, kinds, messages, new_token, open_doc, set_text, start_client, wait_for,

@@ -9,8 +9,8 @@ from cad_lsp.positions import LineIndex, code_units, range_to_line_range
 from cad_lsp.textedits import (
     apply_text_edits, copied_line_ranges, copied_spans, program_to_edits, text_to_edits,
 )
-from engine.grammar import CopyLines, CopyTokens, Gen
-from engine.resolver import resolve
+from engine.program.grammar import CopyLines, CopyTokens, Gen
+from engine.program.resolver import resolve
 
 ENCODINGS = ["utf-16", "utf-8", "utf-32"]
 # Lines mix ASCII, non-ASCII BMP text and astral characters (UTF-16 surrogate pairs).

@@ -14,8 +14,8 @@ from cad_lsp.instruction_comments import (
 from cad_lsp.settings import Settings, SettingsError
 from cad_lsp.worker import EditJob, EngineWorker
 from engine.api import EditCancelled, EditRequest, Progress
-from engine.grammar import CopyLines, CopyTokens, Gen
-from engine.resolver import resolve
+from engine.program.grammar import CopyLines, CopyTokens, Gen
+from engine.program.resolver import resolve
 
 
 @pytest.mark.parametrize("line, expected", [

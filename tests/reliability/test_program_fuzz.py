@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from cad_lsp.positions import LineIndex
 from cad_lsp.textedits import apply_text_edits, program_to_edits, text_to_edits
-from engine.grammar import CopyLines, Gen
-from engine.oracle import line_program
-from engine.resolver import ResolveError, resolve
+from engine.program.grammar import CopyLines, Gen
+from engine.program.oracle import line_program
+from engine.program.resolver import ResolveError, resolve
 
 FAST = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True)
 LINE = st.sampled_from(["", "a", "b", "  x = 1", "}", "é日本", "\U0001f600 = 2", "\t", "a\r", "\r", "# cad: fix",

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.strategies.base import DraftProposer, NoDraft, verify_greedy
+from engine.drafters.base import DraftProposer, NoDraft, verify_greedy
 
 
 @dataclass

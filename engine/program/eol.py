@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from engine.grammar import Gen
-from engine.resolver import document_lines, strip_gen
+from engine.program.grammar import Gen
+from engine.program.resolver import document_lines, strip_gen
 
 _BARE_LF = re.compile(r"(?<!\r)\n")
 

@@ -1,7 +1,7 @@
 """Draft-proposer interface and the shared lossless greedy verifier.
 
-Owns the contract between free-text decoding loops (full regeneration in engine.regen, gen bodies
-in engine.decoder) and speculative proposers (engine.strategies.pld, engine.strategies.spec_edit).
+Owns the contract between free-text decoding loops (full regeneration in engine.decode.regen, gen bodies
+in engine.decode.program) and speculative proposers (engine.drafters.pld, engine.drafters.document).
 Modelled on HF transformers' `CandidateGenerator`: a proposer guesses the next tokens, the target
 model checks the whole guess in ONE forward, and the loop keeps the longest prefix that equals the
 model's own greedy choice plus one "bonus" token. Because every kept token is exactly the token

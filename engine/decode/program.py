@@ -6,26 +6,26 @@ Public entry::
                    monotonic=False, speculative_headers=True, ride_along=True, gen_strategy=None,
                    forced=None, cancel=None, progress=None, mode="clipped") -> DecodeResult
 
-``loaded`` is an ``engine.model.LoadedModel`` (``model``, ``tokenizer``, ``context_length``).
-Every forward goes through ``engine.kv.KVRunner`` (one ``feed`` = one forward).
+``loaded`` is an ``engine.backends.model.LoadedModel`` (``model``, ``tokenizer``, ``context_length``).
+Every forward goes through ``engine.backends.kv.KVRunner`` (one ``feed`` = one forward).
 
 Forward schedule (what the speed is won on):
 
-* Masked steps only at decision points of ``engine.fsm``; forced literal tokens and tokens the FSM
+* Masked steps only at decision points of ``engine.guide.fsm``; forced literal tokens and tokens the FSM
   allows alone are never a forward of their own: they are committed to ``pending`` and ride
   along in the next forward (the one that produces the next decision's logits). A copy's splice
   payload rides with the tag's last tokens: ONE parallel-prefill forward per copy span.
 * Speculative op headers (``speculative_headers=True``): at an op boundary the guessed next op(s)
-  (``engine.headers``) are fed together with the pending ids in one forward; the longest prefix
+  (``engine.decode.headers``) are fed together with the pending ids in one forward; the longest prefix
   equal to the model's own masked greedy choices is kept, the rest is cropped. Lossless.
-* Gen bodies: free greedy decoding; ``gen_strategy`` (an ``engine.strategies.base.DraftProposer``)
+* Gen bodies: free greedy decoding; ``gen_strategy`` (an ``engine.drafters.base.DraftProposer``)
   may propose drafts, verified in one forward (longest greedy-matching prefix + bonus token).
-  End of gen per ``engine.gen_end``; EOS inside a gen closes the gen and the program.
+  End of gen per ``engine.decode.gen_end``; EOS inside a gen closes the gen and the program.
 * ``ride_along=False`` reproduces the seed's schedule (every committed token / literal is fed at
   once, in its own forward) for comparison.
 
 Forced mode (``forced=program``): the same code path with every choice replaced by the program's
-canonical token (``engine.fsm.program_token_ids``), so it costs exactly the forwards free decoding
+canonical token (``engine.guide.fsm.program_token_ids``), so it costs exactly the forwards free decoding
 would cost if the model had chosen that program. A program the grammar does not allow for this
 document (indices out of bounds, non-monotonic with ``monotonic=True``) raises
 ``ForcedProgramError``.
@@ -45,15 +45,15 @@ from typing import Callable
 
 import torch
 
-from engine.decode_types import DecodeProgress, DecodeResult, DecodeStats, OpRecord
+from engine.decode.types import DecodeProgress, DecodeResult, DecodeStats, OpRecord
 from engine.errors import ContextOverflowError, EditCancelled, ForcedProgramError
-from engine.fsm import ProgramFSM, op_token_ids, program_token_ids, token_table
-from engine.gen_end import decode, find_gen_end
-from engine.headers import GEN_OPEN_GUESS, guess_next_ops
-from engine.kv import DecodeCancelled, KVRunner
+from engine.guide.fsm import ProgramFSM, op_token_ids, program_token_ids, token_table
+from engine.decode.gen_end import decode, find_gen_end
+from engine.decode.headers import GEN_OPEN_GUESS, guess_next_ops
+from engine.backends.kv import DecodeCancelled, KVRunner
 from engine.prompt import render_prompt
-from engine.repetition import repeating_unit
-from engine.resolver import resolve
+from engine.decode.repetition import repeating_unit
+from engine.program.resolver import resolve
 
 ANSWER_RESERVE = 16  # tokens kept free beyond a full copy of the document when checking the prompt
 

@@ -46,7 +46,7 @@ class LoadedModel:
     dtype: Any  # torch.dtype
     spec: str
     context_length: int
-    prompt_profile: str = "teach"   # engine.prompt profile the weights expect (engine.adapters)
+    prompt_profile: str = "teach"   # engine.prompt profile the weights expect (engine.backends.adapters)
 
 
 # --------------------------------------------------------------------------- spec resolution
@@ -286,7 +286,7 @@ def load_tokenizer(spec: str = "default"):
     """Load the tokenizer for a model spec ("default", an HF dir, a .gguf path, or an adapter dir), via the cache."""
     from transformers import AutoTokenizer
 
-    from engine.adapters import choose
+    from engine.backends.adapters import choose
 
     base = choose(spec).base
     if base != spec:  # an adapter directory or "base+adapter": the base's tokenizer
@@ -308,13 +308,13 @@ def load_model(spec: str = "default", device: str = "auto", *, progress: Progres
     """Load a model for decoding (eval mode, SDPA attention) on the chosen device.
 
     `adapter`: "auto" (the shipped fine-tuned adapter for the default base), "none", or an adapter
-    directory (see engine.adapters); the adapter is merged into the weights and its prompt profile
+    directory (see engine.backends.adapters); the adapter is merged into the weights and its prompt profile
     recorded on the result. `progress(message)` receives status lines; default: stderr.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from engine.adapters import AdapterError, apply_adapter, choose
+    from engine.backends.adapters import AdapterError, apply_adapter, choose
 
     try:
         choice = choose(spec, adapter)

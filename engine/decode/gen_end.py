@@ -1,7 +1,7 @@
 """End-of-gen detection that is robust to how a tokenizer splits ``</gen>``.
 
 Owns one rule: a gen body ends at the first ``</gen>`` in the DECODED text of the body's tokens
-(gen bodies are escaped with ``engine.grammar.escape``, so content never contains ``</gen>``
+(gen bodies are escaped with ``engine.program.grammar.escape``, so content never contains ``</gen>``
 itself; ``</div>``, ``<generic>`` or ``a </ b`` never end a gen). When the tokens that completed
 ``</gen>`` are not its canonical token sequence (the literal was split differently, or the last
 token overshoots past ``>``), ``GenEnd.canonical_ids`` is the sequence the cache must hold

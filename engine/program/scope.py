@@ -12,7 +12,7 @@ sub-document's program is shifted to full-document line numbers and the lines be
 from __future__ import annotations
 
 from engine.errors import EngineError
-from engine.grammar import CopyLines, CopyTokens, Gen
+from engine.program.grammar import CopyLines, CopyTokens, Gen
 
 
 class InvalidRangeError(EngineError, ValueError):

@@ -19,7 +19,7 @@ States (the seed's five plus the token-index variant):
   with ``monotonic=True`` additionally ``i > previous copy's end``. When only one token is
   allowed the step is forced. After the terminator the copy payload (``DocumentView.payload_ids``)
   is forced as a splice.
-* ``GEN_BODY``: free text; the decoder detects ``</gen>`` (see ``engine.gen_end``) and calls
+* ``GEN_BODY``: free text; the decoder detects ``</gen>`` (see ``engine.decode.gen_end``) and calls
   ``finish_gen``.
 * ``CLOSE``: ``</program>`` forced; then ``DONE``.
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from engine.grammar import CopyLines, CopyTokens, Gen, escape
+from engine.program.grammar import CopyLines, CopyTokens, Gen, escape
 from engine.prompt import (
     COPY_CLOSE, COPY_LINES_OPEN, COPY_TOKENS_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, RANGE_SEP,
     DocumentView,
@@ -336,7 +336,7 @@ class ProgramFSM:
 
     def finish_gen(self, text: str, *, eos: bool = False) -> None:
         """Close the open gen with its decoded (escaped) body; ``eos`` also closes the program."""
-        from engine.grammar import unescape
+        from engine.program.grammar import unescape
 
         if self.state != GEN_BODY:
             raise ValueError(f"finish_gen in state {self.state}")
@@ -349,7 +349,7 @@ class ProgramFSM:
 
     def truncate(self, gen_text: str | None = None) -> None:
         """Stop now (token budget or context full): keep completed ops (+ the open gen's text)."""
-        from engine.grammar import unescape
+        from engine.program.grammar import unescape
 
         if self.state == GEN_BODY and gen_text is not None:
             self.ops.append(Gen(unescape(gen_text)))

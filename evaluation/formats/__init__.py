@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from engine.formats import cad, full, search_replace, udiff
-from engine.formats.errors import FormatApplyError
+from evaluation.formats import cad, full, search_replace, udiff
+from evaluation.formats.errors import FormatApplyError
 
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (full, search_replace, udiff, cad)}
 

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from engine.grammar import CopyLines, CopyTokens, Gen, Op
+from engine.program.grammar import CopyLines, CopyTokens, Gen, Op
 
 __all__ = ["line_program", "token_program", "token_cover", "longest_matches", "Span"]
 

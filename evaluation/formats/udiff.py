@@ -11,7 +11,7 @@ import difflib
 
 import unidiff
 
-from engine.formats.errors import FormatApplyError
+from evaluation.formats.errors import FormatApplyError
 
 NAME = "udiff"
 CONTEXT = 3

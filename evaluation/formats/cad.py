@@ -1,11 +1,11 @@
 """Copy-as-Decode format: the serialized line-level oracle program, applied by the resolver."""
 from __future__ import annotations
 
-from engine.formats.errors import FormatApplyError
-from engine.grammar import ProgramParseError, parse
-from engine.grammar import serialize as serialize_program
-from engine.oracle import line_program
-from engine.resolver import ResolveError, resolve
+from evaluation.formats.errors import FormatApplyError
+from engine.program.grammar import ProgramParseError, parse
+from engine.program.grammar import serialize as serialize_program
+from engine.program.oracle import line_program
+from engine.program.resolver import ResolveError, resolve
 
 NAME = "cad"
 

@@ -5,7 +5,7 @@ Registry: `make_proposer(name, ...)` builds one by name. Names: "none" (plain gr
 """
 from __future__ import annotations
 
-from engine.strategies.base import DraftProposer, NoDraft, Verification, verify_greedy
+from engine.drafters.base import DraftProposer, NoDraft, Verification, verify_greedy
 
 __all__ = ["DraftProposer", "NoDraft", "Verification", "verify_greedy", "PROPOSERS", "make_proposer"]
 
@@ -17,11 +17,11 @@ def make_proposer(name: str, *, document_ids: list[int] | None = None, **options
     if name == "none":
         return NoDraft()
     if name == "pld":
-        from engine.strategies.pld import PromptLookupProposer
+        from engine.drafters.pld import PromptLookupProposer
 
         return PromptLookupProposer(**options)
     if name == "spec-edit":
-        from engine.strategies.spec_edit import DocumentDraftProposer
+        from engine.drafters.document import DocumentDraftProposer
 
         if document_ids is None:
             raise ValueError("the 'spec-edit' proposer needs document_ids (the document's token ids)")

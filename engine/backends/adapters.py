@@ -27,7 +27,7 @@ from pathlib import Path
 
 PROFILE_FILE = "cad_profile.json"
 ADAPTER_CONFIG = "adapter_config.json"
-SHIPPED_ADAPTER = Path(__file__).resolve().parent / "weights" / "smollm2-135m-cad"
+SHIPPED_ADAPTER = Path(__file__).resolve().parent.parent / "weights" / "smollm2-135m-cad"
 UNTRAINED_PROFILE = "teach"
 
 

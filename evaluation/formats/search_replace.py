@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from engine.formats.errors import FormatApplyError
+from evaluation.formats.errors import FormatApplyError
 
 NAME = "search_replace"
 HEAD, SEP, TAIL = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"

@@ -16,8 +16,8 @@ Guesses (line mode; token mode is analogous with token indices):
 """
 from __future__ import annotations
 
-from engine.grammar import CopyLines, CopyTokens, Gen
-from engine.resolver import strip_gen
+from engine.program.grammar import CopyLines, CopyTokens, Gen
+from engine.program.resolver import strip_gen
 
 GEN_OPEN_GUESS = "gen_open"
 CLOSE_GUESS = "close"

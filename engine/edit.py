@@ -2,22 +2,22 @@
 
 Called by `engine.api.EditEngine.edit` after validation and loading (imports torch-using modules,
 so engine.api imports this lazily). Dispatch:
-  * "cad" / "cad-tokens" -> engine.decoder.decode_program (Copy-as-Decode, line / token copies)
-  * "regen" / "spec-edit" -> engine.regen.regenerate (full regeneration; spec-edit drafts from
-    the document), compiled to a line Program with engine.oracle.line_program.
-Range-scoped requests edit the slice only and are re-based with engine.scope.
+  * "cad" / "cad-tokens" -> engine.decode.program.decode_program (Copy-as-Decode, line / token copies)
+  * "regen" / "spec-edit" -> engine.decode.regen.regenerate (full regeneration; spec-edit drafts from
+    the document), compiled to a line Program with engine.program.oracle.line_program.
+Range-scoped requests edit the slice only and are re-based with engine.program.scope.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.eol import adapt_program, adapt_text, uses_crlf
+from engine.program.eol import adapt_program, adapt_text, uses_crlf
 from engine.errors import ContextOverflowError, EditCancelled, EngineError
-from engine.grammar import CopyTokens
-from engine.kv import DecodeCancelled
-from engine.oracle import line_program
-from engine.resolver import resolve
-from engine.scope import rebase_program, slice_lines, splice_text
+from engine.program.grammar import CopyTokens
+from engine.backends.kv import DecodeCancelled
+from engine.program.oracle import line_program
+from engine.program.resolver import resolve
+from engine.program.scope import rebase_program, slice_lines, splice_text
 
 
 class StrategyUnavailableError(EngineError):
@@ -38,7 +38,7 @@ def _progress_adapter(progress, ops: int = 0):
 
 
 def _run_regen(loaded, document, request, *, cancel, progress, window, probe):
-    from engine.regen import regenerate
+    from engine.decode.regen import regenerate
 
     r = regenerate(loaded, document, request.instruction, strategy=request.strategy, window=window, probe=probe,
                    max_new_tokens=request.max_new_tokens, cancel=cancel,
@@ -57,7 +57,7 @@ def _run_regen(loaded, document, request, *, cancel, progress, window, probe):
 
 def _resolve_decoded(loaded, program, document, mode, token_level):
     """Resolve a decoded program again (after line-ending adaptation) the way the decoder does."""
-    from engine.gen_end import decode
+    from engine.decode.gen_end import decode
     from engine.prompt import document_token_ids
 
     if not token_level:
@@ -72,14 +72,14 @@ class ProgramResolveError(EngineError):
 
 def _run_cad(loaded, document, request, *, cancel, progress, gen_proposer: str = "none"):
     try:
-        from engine.decoder import decode_program
+        from engine.decode.program import decode_program
     except ImportError as exc:
         raise StrategyUnavailableError(
-            f"strategy {request.strategy!r} needs engine.decoder, which failed to import ({exc}); "
+            f"strategy {request.strategy!r} needs engine.decode.program, which failed to import ({exc}); "
             f"use strategy 'regen' or 'spec-edit' meanwhile"
         ) from exc
     from engine.api import Progress
-    from engine.strategies import make_proposer
+    from engine.drafters import make_proposer
 
     def on_forward(p) -> None:
         progress(Progress(decoded=p.decoded, copied=p.copied, forced=p.forced, forwards=p.forwards, ops=p.ops))

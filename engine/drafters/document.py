@@ -11,7 +11,7 @@ plain greedy step) until the output lines up with the document again.
 """
 from __future__ import annotations
 
-from engine.strategies.pld import find_ngram
+from engine.drafters.pld import find_ngram
 
 
 class DocumentDraftProposer:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from engine.grammar import CopyLines, CopyTokens, Gen, Op
+from engine.program.grammar import CopyLines, CopyTokens, Gen, Op
 
 __all__ = ["ResolveError", "Resolution", "resolve", "document_lines", "strip_gen", "MODES"]
 

@@ -2,13 +2,13 @@
 
 The model is asked (engine.prompt's regen framing) to write the whole edited document; we decode
 greedily until EOS, the framing's end marker, or the token budget (then `truncated`). The output is
-compiled afterwards into a line Program with `engine.oracle.line_program(document, output)`, so
+compiled afterwards into a line Program with `engine.program.oracle.line_program(document, output)`, so
 every strategy hands back a Program.
 
 Strategies (all produce the same output token for token; they differ in forwards):
   * "regen"     plain greedy, one forward per output token;
-  * "spec-edit" the document itself is the speculative draft (engine.strategies.spec_edit);
-  * "pld"       prompt lookup decoding (engine.strategies.pld).
+  * "spec-edit" the document itself is the speculative draft (engine.drafters.document);
+  * "pld"       prompt lookup decoding (engine.drafters.pld).
 
 FORCED MODE (`forced=gold_text`): the gold output's tokens replace the argmax choices with the same
 forward schedule (regen: one forward per token; spec-edit: one verify forward per round, acceptance
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from engine.errors import ContextOverflowError, EditCancelled
-from engine.strategies.generate import GenerationStats, generate
+from engine.decode.generate import GenerationStats, generate
 
 REGEN_STRATEGIES = ("regen", "spec-edit", "pld")
 _STOP_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>")
@@ -115,8 +115,8 @@ def regenerate(
     framing: RegenFraming | None = None,
 ) -> RegenResult:
     """Regenerate the edited document with `strategy` (see module docstring)."""
-    from engine.kv import DecodeCancelled, KVRunner
-    from engine.strategies import make_proposer
+    from engine.backends.kv import DecodeCancelled, KVRunner
+    from engine.drafters import make_proposer
 
     if strategy not in REGEN_STRATEGIES:
         from engine.api import UnknownStrategyError
@@ -167,7 +167,7 @@ def regenerate(
             f"the rest of the document is missing from the result. Raise max_new_tokens or edit a "
             f"smaller line range."
         )
-    from engine.oracle import line_program
+    from engine.program.oracle import line_program
 
     return RegenResult(
         text=text,

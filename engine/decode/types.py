@@ -1,4 +1,4 @@
-"""Result and statistics types of ``engine.decoder.decode_program`` (plain data, no torch).
+"""Result and statistics types of ``engine.decode.program.decode_program`` (plain data, no torch).
 
 ``DecodeResult``: the program, its resolved text (None when it does not resolve in strict mode,
 with ``resolve_error``), warnings, ``output_ids`` (the committed output stream after
