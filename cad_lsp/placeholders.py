@@ -17,7 +17,8 @@ The rule is general, not a list of phrasings. A line of the new text is a *lazy 
    NOTE) that pairs a *what-is-missing* word (rest, remaining, existing, unchanged, omitted, same,
    previous, original, other, …) with a *code* noun or is made of such words only, and
 3. it **stands for deleted code**: its diff hunk (hunks separated only by blank lines count as
-   one) deletes at least one non-blank document line. A placeholder that deletes nothing
+   one) deletes at least one non-blank document line, or — when repeated lines make the diff
+   place the deletion elsewhere — some non-blank document line is missing from the result. A placeholder that deletes nothing
    loses nothing and is let through (the diff still shows it).
 
 Engine-free (stdlib only) so that both ``cad_lsp`` and ``clients.batch`` import it.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 __all__ = ["LazyPlaceholder", "find_lazy_placeholders", "looks_like_placeholder", "refusal_message"]
@@ -115,7 +117,16 @@ def find_lazy_placeholders(document: str, new_text: str) -> list[LazyPlaceholder
             for j in range(j1, j2):
                 if j in wanted:
                     found.append(LazyPlaceholder(j + 1, new[j].strip(), len(deleted), deleted[0] + 1))
-    return found
+    if found:
+        return found
+    # Repeated lines can make the diff put the deletion in another hunk; what counts is that code
+    # lines are missing from the result at all (as a multiset) while a new placeholder appeared.
+    missing = Counter(line.strip() for line in old if line.strip()) - Counter(line.strip() for line in new)
+    if not missing:
+        return []
+    first = next(i for i, line in enumerate(old) if line.strip() in missing)
+    total = sum(missing.values())
+    return [LazyPlaceholder(j + 1, new[j].strip(), total, first + 1) for j in candidates]
 
 
 def refusal_message(found: list[LazyPlaceholder], *, how_to_override: str = "") -> str:
