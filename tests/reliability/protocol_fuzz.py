@@ -23,11 +23,15 @@ import json
 import time
 from dataclasses import dataclass, field
 
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from tests.lsp.raw_client import RawClient
 
 HANG_S = 30.0
+SEED = 20240613
+BATCHES = 260          # × (BATCH + 1 sentinel) ≥ 10,000 messages
+BATCH = 40
 ALLOWED_CODES = {-32700, -32600, -32601, -32602, -32002, -32800, -32803}
 SENTINEL_METHOD = "cad/ping"  # unknown method: answered -32601 at once, cancels nothing
 
@@ -262,3 +266,28 @@ def start_server(root, env: dict | None = None) -> RawClient:
     client = RawClient(env={**FUZZ_ENV, **(env or {})})
     client.initialize(root, options={"cad": {"applyEditTimeout": 2}})
     return client
+
+
+def run_storm(root, batches: int = BATCHES, batch_size: int = BATCH, fuzz_seed: int = SEED) -> StormStats:
+    """One server, ``batches`` hypothesis examples of ``batch_size`` frames each; returns the figures."""
+    client = start_server(root)
+    stats = StormStats()
+    t0 = time.perf_counter()
+    try:
+        world = make_world(client, root / "ws")
+
+        @seed(fuzz_seed)
+        @settings(max_examples=batches, deadline=None, database=None, phases=[Phase.generate],
+                  suppress_health_check=list(HealthCheck))
+        @given(st.lists(frames(world), min_size=batch_size, max_size=batch_size))
+        def storm(batch):
+            run_batch(client, batch, stats)
+
+        storm()
+        normal_edit_works(client, root / "ws")
+        assert client.proc.poll() is None
+    finally:
+        stats.seconds = time.perf_counter() - t0
+        code = client.close()
+    assert code == 0, f"server exit code {code} after shutdown/exit; stderr:\n{client.stderr()[-2000:]}"
+    return stats

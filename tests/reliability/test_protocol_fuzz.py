@@ -7,43 +7,9 @@ must be applied exactly. ``benchmarks/reliability.py --fuzz-batches N`` runs lon
 """
 from __future__ import annotations
 
-import time
-
-from hypothesis import HealthCheck, Phase, given, seed, settings
-from hypothesis import strategies as st
-
 from tests.lsp.raw_client import RawClient
 
-from .protocol_fuzz import StormStats, check_response, frames, make_world, normal_edit_works, run_batch, start_server
-
-SEED = 20240613
-BATCHES = 260          # × (BATCH + 1 sentinel) ≥ 10,000 messages
-BATCH = 40
-
-
-def run_storm(root, batches: int = BATCHES, batch_size: int = BATCH, fuzz_seed: int = SEED) -> StormStats:
-    """One server, ``batches`` hypothesis examples of ``batch_size`` frames each; returns the figures."""
-    client = start_server(root)
-    stats = StormStats()
-    t0 = time.perf_counter()
-    try:
-        world = make_world(client, root / "ws")
-
-        @seed(fuzz_seed)
-        @settings(max_examples=batches, deadline=None, database=None, phases=[Phase.generate],
-                  suppress_health_check=list(HealthCheck))
-        @given(st.lists(frames(world), min_size=batch_size, max_size=batch_size))
-        def storm(batch):
-            run_batch(client, batch, stats)
-
-        storm()
-        normal_edit_works(client, root / "ws")
-        assert client.proc.poll() is None
-    finally:
-        stats.seconds = time.perf_counter() - t0
-        code = client.close()
-    assert code == 0, f"server exit code {code} after shutdown/exit; stderr:\n{client.stderr()[-2000:]}"
-    return stats
+from .protocol_fuzz import check_response, normal_edit_works, run_storm
 
 
 def test_ten_thousand_hostile_messages_then_a_normal_edit(tmp_path):
