@@ -42,7 +42,9 @@ exit codes:
   {EXIT_FAILED}    at least one edit failed (engine/server error, bad range)
   {EXIT_USAGE}    bad command line or unreadable/malformed jobs file
   {EXIT_REFUSED}    no failures, but at least one job was refused (outside --root, not a file,
-       not UTF-8, the file changed on disk while its edit was computed), or at least one
+       binary or not UTF-8, read-only, the file changed on disk while its edit was computed,
+       or --write and a new "... existing code ..." placeholder line would replace code:
+       see --allow-placeholders), or at least one
        edit is "truncated": its program hit the token budget, so the result is incomplete
        (with --write it is not written unless --allow-truncated is given)
   {EXIT_START}    the model or the LSP server could not be started
