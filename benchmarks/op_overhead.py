@@ -65,7 +65,8 @@ def mask_overhead_us(tokenizer, document: str, reps: int = 2000) -> dict:
 
     import torch
 
-    from engine.guide.fsm import ProgramFSM, token_table
+    from engine.guide.fsm import ProgramFSM
+    from engine.guide.tokens import token_table
     from engine.prompt import DocumentView
 
     table = token_table(tokenizer)

@@ -1,10 +1,9 @@
-"""The engine's front door: the only module cad_lsp and clients import from the engine.
+"""The engine's front door: `EditEngine`, and the names front ends need, re-exported.
 
-Owns the request/result types, request validation, lazy thread-safe model loading, strategy
-dispatch (Copy-as-Decode `cad` / `cad-tokens` via engine.decode.program; full regeneration `regen` and
-`spec-edit` via engine.decode.regen), range scoping (engine.program.scope) and the mapping of cancellation to
-`EditCancelled`. Importing this module or constructing `EditEngine` never imports torch; `load()`
-(or the first `edit()`) does.
+Owns request validation and lazy thread-safe model loading; the edit itself runs in `engine.edit`
+(scope -> strategy -> result). Types come from `engine.types`, errors from `engine.errors`, the
+strategy registry from `engine.strategies` (`STRATEGIES` is its names, in order). Importing this
+module or constructing `EditEngine` never imports torch; `load()` (or the first `edit()`) does.
 
     engine = EditEngine()                       # "default" = SmolLM2-135M GGUF, device "auto"
     result = engine.edit(EditRequest(document, "Fix bugs in add.", strategy="cad"))
@@ -17,73 +16,22 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.decode.types import DecodeProgress
-from engine.errors import ContextOverflowError, EditCancelled, EngineError
-from engine.backends.model import ModelLoadError  # torch-free at import; raised by load() with a fix-it message
-from engine.program.scope import InvalidRangeError
+from engine.edit import run_edit
+from engine.errors import (
+    ContextOverflowError, EditCancelled, EngineError, InvalidRangeError, InvalidRequestError, ModelLoadError,
+    UnknownStrategyError,
+)
+from engine.program.scope import check_range
+from engine.strategies import STRATEGIES, get_strategy
+from engine.types import MODES, EditRequest, EditResult, EditStats, Progress
 
 __all__ = [
     "STRATEGIES", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
     "EngineError", "ContextOverflowError", "EditCancelled", "InvalidRangeError",
-    "UnknownStrategyError", "InvalidRequestError", "ModelLoadError",
+    "UnknownStrategyError", "InvalidRequestError", "ModelLoadError", "get_strategy",
 ]
-
-STRATEGIES = ("cad", "cad-tokens", "regen", "spec-edit")
-MODES = ("strict", "clipped")
-
-
-class UnknownStrategyError(EngineError, ValueError):
-    """`EditRequest.strategy` is not one of `STRATEGIES`."""
-
-
-class InvalidRequestError(EngineError, ValueError):
-    """A field of `EditRequest` has a value the engine cannot use."""
-
-
-@dataclass(frozen=True)
-class EditRequest:
-    """One edit: apply `instruction` to `document` (optionally only to lines `line_range`)."""
-
-    document: str
-    instruction: str
-    strategy: str = "cad"
-    line_range: tuple[int, int] | None = None   # 1-based inclusive; only these lines are edited
-    max_new_tokens: int | None = None         # None: auto (the edited text's tokens + a margin)
-    mode: str = "clipped"
-
-
-# Counts so far (decoded, copied, forced, forwards, ops), reported after forwards.
-Progress = DecodeProgress
-
-
-@dataclass
-class EditStats:
-    """What the edit cost. `speedup_estimate` = estimated regen forwards / actual forwards."""
-
-    decoded_tokens: int
-    copied_tokens: int
-    forced_tokens: int
-    forwards: int
-    ops: int
-    prompt_tokens: int
-    wall_ms: float
-    per_op: list[dict] = field(default_factory=list)
-    truncated: bool = False
-    speedup_estimate: float = 1.0
-    budget: int = 0            # the max_new_tokens this edit ran with (auto budgets resolved)
-
-
-@dataclass
-class EditResult:
-    """The program (full-document line numbers), the new text, stats and resolver warnings."""
-
-    program: tuple
-    text: str
-    stats: EditStats
-    warnings: list[str] = field(default_factory=list)
 
 
 def validate(request: EditRequest) -> tuple[int, int] | None:
@@ -92,10 +40,7 @@ def validate(request: EditRequest) -> tuple[int, int] | None:
         raise InvalidRequestError(f"document must be a str, got {type(request.document).__name__}")
     if not isinstance(request.instruction, str) or not request.instruction.strip():
         raise InvalidRequestError("instruction is empty: say what to change, e.g. 'Fix bugs in add.'")
-    if request.strategy not in STRATEGIES:
-        raise UnknownStrategyError(
-            f"unknown strategy {request.strategy!r}; choose one of {', '.join(STRATEGIES)}"
-        )
+    get_strategy(request.strategy)  # UnknownStrategyError names the registered choices
     if request.mode not in MODES:
         raise InvalidRequestError(f"unknown resolve mode {request.mode!r}; choose 'strict' or 'clipped'")
     budget = request.max_new_tokens
@@ -103,8 +48,6 @@ def validate(request: EditRequest) -> tuple[int, int] | None:
         raise InvalidRequestError(f"max_new_tokens must be a positive int or None (auto), got {budget!r}")
     if request.line_range is None:
         return None
-    from engine.program.scope import check_range
-
     return check_range(request.document, request.line_range)
 
 
@@ -147,7 +90,7 @@ class EditEngine:
         with self._load_lock:
             if self._loaded is not None:
                 return
-            from engine.backends.model import load_model
+            from engine.backends.model import load_model  # imports torch
 
             self._status(f"loading model {self._spec} ...")
             loaded = load_model(self._spec, self._device, progress=self._on_status)
@@ -164,8 +107,6 @@ class EditEngine:
         ContextOverflowError (suggests a range-scoped edit) and EditCancelled."""
         rng = validate(request)
         self.load()
-        from engine.edit import run_edit
-
         with self._edit_lock:
             start = time.perf_counter()
             result = run_edit(self._loaded, request, rng, cancel=cancel, progress=progress,

@@ -1,32 +1,30 @@
 """One edit, end to end: scope the document, dispatch the strategy, re-base, assemble the result.
 
-Called by `engine.api.EditEngine.edit` after validation and loading (imports torch-using modules,
-so engine.api imports this lazily). Dispatch:
-  * "cad" / "cad-tokens" -> engine.decode.program.decode_program (Copy-as-Decode, line / token copies)
-  * "regen" / "spec-edit" -> engine.decode.regen.regenerate (full regeneration; spec-edit drafts from
-    the document), compiled to a line Program with engine.program.oracle.line_program.
+Called by `engine.api.EditEngine.edit` after validation and loading. Importing it never imports
+torch (the decoders are imported when an edit runs). Dispatch on the registered strategy
+(`engine.strategies`):
+  * family "program" ("cad", "cad-tokens") -> engine.decode.program.decode_program (Copy-as-Decode,
+    line or token copies per `Strategy.token_level`)
+  * family "regen" ("regen", "spec-edit") -> engine.decode.regen.regenerate (full regeneration;
+    spec-edit drafts from the document), compiled to a line Program with engine.program.oracle.line_program.
 Range-scoped requests edit the slice only and are re-based with engine.program.scope.
+Cancellation (`EditCancelled`, raised by the backend session) passes through unchanged.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
+from engine.errors import ContextOverflowError, ProgramResolveError
 from engine.program.eol import adapt_program, adapt_text, uses_crlf
-from engine.errors import ContextOverflowError, EditCancelled, EngineError
 from engine.program.grammar import CopyTokens
-from engine.backends.kv import DecodeCancelled
 from engine.program.oracle import line_program
 from engine.program.resolver import resolve
 from engine.program.scope import rebase_program, slice_lines, splice_text
-
-
-class StrategyUnavailableError(EngineError):
-    """The strategy's implementation module is missing from this installation."""
+from engine.strategies import Strategy, get_strategy
+from engine.types import EditResult, EditStats, Progress
 
 
 def _progress_adapter(progress, ops: int = 0):
-    from engine.api import Progress
-
     if progress is None:
         return None
 
@@ -37,10 +35,10 @@ def _progress_adapter(progress, ops: int = 0):
     return on_forward
 
 
-def _run_regen(loaded, document, request, *, cancel, progress, window, probe):
+def _run_regen(loaded, document, request, strategy: Strategy, *, cancel, progress, window, probe):
     from engine.decode.regen import regenerate
 
-    r = regenerate(loaded, document, request.instruction, strategy=request.strategy, window=window, probe=probe,
+    r = regenerate(loaded, document, request.instruction, strategy=strategy.name, window=window, probe=probe,
                    max_new_tokens=request.max_new_tokens, cancel=cancel,
                    on_forward=_progress_adapter(progress))
     s = r.stats
@@ -66,19 +64,8 @@ def _resolve_decoded(loaded, program, document, mode, token_level):
                    decode_tokens=lambda ids: decode(loaded.tokenizer, ids), granularity="tokens").text
 
 
-class ProgramResolveError(EngineError):
-    """The decoded program does not resolve against the document (strict mode)."""
-
-
-def _run_cad(loaded, document, request, *, cancel, progress, gen_proposer: str = "none"):
-    try:
-        from engine.decode.program import decode_program
-    except ImportError as exc:
-        raise StrategyUnavailableError(
-            f"strategy {request.strategy!r} needs engine.decode.program, which failed to import ({exc}); "
-            f"use strategy 'regen' or 'spec-edit' meanwhile"
-        ) from exc
-    from engine.api import Progress
+def _run_program(loaded, document, request, strategy: Strategy, *, cancel, progress, gen_proposer: str = "none"):
+    from engine.decode.program import decode_program
     from engine.drafters import make_proposer
 
     def on_forward(p) -> None:
@@ -86,7 +73,7 @@ def _run_cad(loaded, document, request, *, cancel, progress, gen_proposer: str =
 
     gen_strategy = None if gen_proposer == "none" else make_proposer(gen_proposer)
     d = decode_program(loaded, document, request.instruction,
-                       token_level=request.strategy == "cad-tokens",
+                       token_level=strategy.token_level,
                        max_new_tokens=request.max_new_tokens, cancel=cancel,
                        progress=on_forward if progress is not None else None,
                        mode=request.mode, gen_strategy=gen_strategy)
@@ -108,9 +95,8 @@ def _run_cad(loaded, document, request, *, cancel, progress, gen_proposer: str =
         )
     program, text = tuple(d.program), d.text
     if uses_crlf(document):
-        token_level = request.strategy == "cad-tokens"
-        program = adapt_program(program, document, token_level=token_level)
-        text = _resolve_decoded(loaded, program, document, request.mode, token_level)
+        program = adapt_program(program, document, token_level=strategy.token_level)
+        text = _resolve_decoded(loaded, program, document, request.mode, strategy.token_level)
     s = d.stats
     counts = dict(decoded=s.decoded_tokens, copied=s.copied_tokens, forced=s.forced_tokens,
                   forwards=s.forwards, prompt_tokens=s.prompt_tokens, truncated=s.truncated,
@@ -134,21 +120,18 @@ def auto_budget(tokenizer, text: str) -> int:
 def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32,
              probe: int | None = None, gen_proposer: str = "none"):
     """Edit `request.document` (or lines `line_range` of it) and return an EditResult."""
-    from engine.api import EditResult, EditStats
-
+    strategy = get_strategy(request.strategy)
     document = request.document
     sub = document if line_range is None else slice_lines(document, *line_range)
     if request.max_new_tokens is None:
         request = replace(request, max_new_tokens=auto_budget(loaded.tokenizer, sub))
     try:
-        if request.strategy in ("regen", "spec-edit"):
-            program, sub_text, counts, warnings = _run_regen(loaded, sub, request, cancel=cancel,
+        if strategy.family == "regen":
+            program, sub_text, counts, warnings = _run_regen(loaded, sub, request, strategy, cancel=cancel,
                                                              progress=progress, window=window, probe=probe)
         else:
-            program, sub_text, counts, warnings = _run_cad(loaded, sub, request, cancel=cancel,
-                                                           progress=progress, gen_proposer=gen_proposer)
-    except DecodeCancelled as exc:
-        raise EditCancelled(f"{request.strategy} edit cancelled") from exc
+            program, sub_text, counts, warnings = _run_program(loaded, sub, request, strategy, cancel=cancel,
+                                                               progress=progress, gen_proposer=gen_proposer)
     except ContextOverflowError as exc:
         if line_range is not None:
             a, b = line_range

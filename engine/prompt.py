@@ -33,16 +33,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.program.grammar import CopyLines, CopyTokens, Gen, escape
+from engine.program.grammar import (
+    COPY_CLOSE, COPY_LINES_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, PROGRAM_OPEN, RANGE_SEP, CopyLines,
+    CopyTokens, Gen, escape,
+)
+from engine.program.resolver import document_lines
 
-PROGRAM_OPEN = "<program>"
-PROGRAM_CLOSE = "</program>"
-COPY_LINES_OPEN = '<copy lines="'
-COPY_TOKENS_OPEN = '<copy tokens="'
-RANGE_SEP = "-"
-COPY_CLOSE = '"/>'
-GEN_OPEN = "<gen>"
-GEN_CLOSE = "</gen>"
 REGEN_OPEN = "<document>\n"
 REGEN_CLOSE = "\n</document>"
 
@@ -87,11 +83,6 @@ DEFAULT_PROFILE = "teach"
 _EXAMPLE_DOC = 'def add(a, b):\n    """Return the sum of a and b."""\n    return a - b\n'
 _EXAMPLE_INSTRUCTION = "Fix bugs in add."
 _EXAMPLE_PROGRAM = (CopyLines(1, 2), Gen("\n    return a + b\n"), CopyLines(4, 4))
-
-
-def document_lines(document: str) -> list[str]:
-    """The project's line convention: ``document.split("\\n")`` (1-indexed in programs)."""
-    return document.split("\n")
 
 
 def number_lines(document: str) -> str:

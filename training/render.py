@@ -4,7 +4,7 @@
 after decoding the case's oracle program, and which of them are in the loss:
 
 * context: ``engine.prompt.render_prompt`` (the same profile the weights will be loaded with);
-* target: ``engine.guide.fsm.op_token_parts`` of ``engine.program.oracle.line_program(document, gold)`` (or the
+* target: ``engine.guide.tokens.op_token_parts`` of ``engine.program.oracle.line_program(document, gold)`` (or the
   token program for ``cad-tokens`` cases), then ``</program>`` and EOS;
 * loss: copy headers, gen text, ``</gen>``, ``</program>`` and EOS; the spliced copy payloads are
   context only (the decoder splices them, the model never chooses them).
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.guide.fsm import op_token_parts, token_table
+from engine.guide.tokens import op_token_parts, token_table
 from engine.decode.gen_end import decode
 from engine.program.oracle import line_program, token_program
 from engine.prompt import render_prompt

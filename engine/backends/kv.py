@@ -4,7 +4,7 @@ Every token the decoder commits goes through `KVRunner.feed`, which runs exactly
 the given ids (a single token, a ride-along literal, or a whole copy span spliced by parallel
 prefill) on top of the cache, and returns logits only for the positions the caller needs.
 `crop` rolls the cache back (speculation rejected, end-of-gen overshoot). Cancellation is checked
-before every forward, so a cancelled edit stops within one forward.
+before every forward (``EditCancelled``, engine.errors), so a cancelled edit stops within one forward.
 """
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-
-class DecodeCancelled(Exception):
-    """The caller's cancel event was set; raised before the next forward would run."""
+from engine.errors import EditCancelled
 
 
 @dataclass
@@ -53,7 +51,7 @@ class KVRunner:
         if not ids:
             raise ValueError("feed() needs at least one token id")
         if self.cancel is not None and self.cancel.is_set():
-            raise DecodeCancelled("edit cancelled")
+            raise EditCancelled(f"edit cancelled after {self.log.forwards} forwards")
         keep = max(1, min(keep, len(ids)))
         start = time.perf_counter()
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)

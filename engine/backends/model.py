@@ -24,16 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.errors import ModelLoadError
+
 DEFAULT_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_MAGIC = b"GGUF"
 _COMPLETE_MARKER = "cad-cache.json"
 _CACHE_FORMAT = 1
 
 Progress = Callable[[str], None]
-
-
-class ModelLoadError(RuntimeError):
-    """The model could not be located or loaded; the message says how to fix it."""
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.prompt import GEN_CLOSE
+from engine.program.grammar import GEN_CLOSE
 
 
 def decode(tokenizer, ids) -> str:

@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.drafters.base import DraftProposer, NoDraft, verify_greedy
+from engine.decode.verify import verify_greedy
+from engine.drafters.base import DraftProposer, NoDraft
 
 
 @dataclass

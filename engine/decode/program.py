@@ -35,7 +35,7 @@ counted). Reaching it, or filling the context window, ends the program cleanly w
 ``truncated=True`` (an open gen keeps its text). The prompt is checked BEFORE decoding:
 ``ContextOverflowError`` if the prompt plus room for a full copy of the document does not fit.
 Cancellation (``cancel`` event) is checked before every forward and raises ``EditCancelled``.
-``progress(DecodeProgress)`` is called after every forward.
+``progress(Progress)`` is called after every forward.
 """
 from __future__ import annotations
 
@@ -45,44 +45,23 @@ from typing import Callable
 
 import torch
 
-from engine.decode.types import DecodeProgress, DecodeResult, DecodeStats, OpRecord
-from engine.errors import ContextOverflowError, EditCancelled, ForcedProgramError
-from engine.guide.fsm import ProgramFSM, op_token_ids, program_token_ids, token_table
-from engine.decode.gen_end import decode, find_gen_end
+from engine.backends.kv import KVRunner
+from engine.decode.choosers import Chooser
+from engine.decode.gen_body import GenBodies
+from engine.decode.gen_end import decode
 from engine.decode.headers import GEN_OPEN_GUESS, guess_next_ops
-from engine.backends.kv import DecodeCancelled, KVRunner
-from engine.prompt import render_prompt
-from engine.decode.repetition import repeating_unit
+from engine.decode.types import DecodeResult, DecodeStats, OpRecord
+from engine.errors import ContextOverflowError, ForcedProgramError
+from engine.guide.fsm import DONE, GEN_BODY, ProgramFSM
+from engine.guide.tokens import op_token_ids, token_table
 from engine.program.resolver import resolve
+from engine.prompt import render_prompt
+from engine.types import Progress
 
 ANSWER_RESERVE = 16  # tokens kept free beyond a full copy of the document when checking the prompt
 
 
-class _Chooser:
-    """Greedy masked argmax, or the forced program's token at the current output position."""
-
-    def __init__(self, target: list[int] | None, op_starts: list[int] | None = None):
-        self.target = target
-        self.op_starts = op_starts or []
-
-    def choose(self, row: torch.Tensor, allowed: torch.Tensor | None, pos: int) -> int:
-        if self.target is None:
-            if allowed is None:
-                return int(torch.argmax(row))
-            return int(allowed[torch.argmax(row.index_select(0, allowed))])
-        if pos >= len(self.target):
-            raise ForcedProgramError(f"forced program ended at output token {pos} but the grammar expects more")
-        tok = self.target[pos]
-        if allowed is not None and not bool((allowed == tok).any()):
-            op = sum(1 for s in self.op_starts if s <= pos) - 1
-            raise ForcedProgramError(
-                f"forced program op #{op} is not allowed by the grammar at output token {pos} "
-                f"(token {tok} not in the FSM mask): an index out of the document's bounds, or a "
-                f"non-monotonic copy with monotonic=True")
-        return tok
-
-
-class _ProgramDecoder:
+class ProgramDecoder(GenBodies):
     """One decode: the FSM, the KV runner and the schedule state.
 
     Invariant: ``runner.ids + pending == prompt_ids + out``. ``pending`` holds committed tokens
@@ -118,7 +97,7 @@ class _ProgramDecoder:
             starts.append(len(target))
             target.extend(self.table.program_close)
         self.forced = forced
-        self.chooser = _Chooser(target, starts)
+        self.chooser = Chooser(target, starts)
         self.out: list[int] = []
         self.pending: list[int] = list(self.prompt_ids)
         self.ready: torch.Tensor | None = None
@@ -154,18 +133,13 @@ class _ProgramDecoder:
     # ---- forwards -----------------------------------------------------------------------------
     def _feed(self, ids: list[int], keep: int) -> torch.Tensor:
         self._charge_time()
-        try:
-            logits = self.runner.feed(ids, keep=keep)
-        except DecodeCancelled as exc:
-            raise EditCancelled(
-                f"edit cancelled after {self.runner.log.forwards} forwards ({len(self.fsm.ops)} ops decoded)"
-            ) from exc
+        logits = self.runner.feed(ids, keep=keep)  # raises EditCancelled once the cancel event is set
         self._op().forwards += 1
         self.stats.forwards += 1
         self._charge_time()
         if self.progress is not None:
             s = self.stats
-            self.progress(DecodeProgress(s.decoded_tokens, s.copied_tokens, s.forced_tokens, s.forwards,
+            self.progress(Progress(s.decoded_tokens, s.copied_tokens, s.forced_tokens, s.forwards,
                                          len(self.fsm.ops)))
         return logits
 
@@ -209,7 +183,7 @@ class _ProgramDecoder:
     # ---- main loop ----------------------------------------------------------------------------
     def run(self) -> None:
         while True:
-            if self.fsm.state not in ("DONE", "GEN_BODY") and (self._spent() >= self.max_new or self._room() <= 1):
+            if self.fsm.state not in (DONE, GEN_BODY) and (self._spent() >= self.max_new or self._room() <= 1):
                 self.fsm.truncate()
                 self.stats.truncated = True
             st = self.fsm.step()
@@ -228,7 +202,7 @@ class _ProgramDecoder:
                 continue
             if st.kind == "choose":
                 if self.ready is None:
-                    if self.spec and self.fsm.state in ("AWAIT_OP", "AFTER_LT") and self._speculate():
+                    if self.spec and self.fsm.choosing_op and self._speculate():
                         continue
                     self._flush()
                 t0 = time.perf_counter()
@@ -249,7 +223,7 @@ class _ProgramDecoder:
         self.fsm.advance(tok)
         if len(self.fsm.ops) > before:
             rec.kind = type(self.fsm.ops[-1]).__name__
-        elif self.fsm.state == "DONE":
+        elif self.fsm.state == DONE:
             rec.kind = "close"
 
     # ---- speculative headers ------------------------------------------------------------------
@@ -265,7 +239,7 @@ class _ProgramDecoder:
                 toks.extend(self.table.gen_open)
             else:
                 toks.extend(op_token_ids(self.table, self.view, item, token_level=self.token_level))
-        consumed = fsm._pos
+        consumed = fsm.literal_pos
         if consumed:
             if self.out[-consumed:] != toks[:consumed]:
                 return []
@@ -334,174 +308,6 @@ class _ProgramDecoder:
         else:
             self.ready = logits[k]
 
-    # ---- gen bodies ---------------------------------------------------------------------------
-    def _gen(self) -> None:
-        start = len(self.out)
-        while True:
-            body = self.out[start:]
-            if self._spent() >= self.max_new or self._room() <= 2:
-                self._op().kind = "Gen"
-                self.fsm.truncate(decode(self.tok, body))
-                self.stats.truncated = True
-                return
-            draft = []
-            if self.strategy is not None:
-                draft = list(self.strategy.propose(self.prompt_ids + self.out, body))
-            if not draft and self.pending:
-                ended = self._close_then_header(start, body)
-                if ended is not None:
-                    if ended:
-                        return
-                    continue
-            if not draft:
-                draft = self._close_draft(body)
-                draft = draft[:max(0, min(self.max_new - self._spent() - 1, self._room() - 3))]
-            pos0 = len(self.out)
-            new = self._gen_round(draft)
-            if self._detect(start, pos0, new):
-                return
-            if self.forced is None and repeating_unit(self.out[start:]) is not None:
-                self._op().kind = "Gen"
-                self.fsm.truncate(decode(self.tok, self.out[start:]))
-                self.stats.truncated = self.stats.repeating = True
-                return
-
-    def _detect(self, start: int, pos0: int, new: list[int]) -> bool:
-        """End-of-gen / EOS detection over tokens just committed at ``pos0``; closes the gen if found."""
-        for i, tok in enumerate(new):
-            pos = pos0 + i
-            if tok in self.table.stop_ids:
-                text = decode(self.tok, self.out[start:pos])
-                dropped, added = self._rewind(self.out[:pos] + list(self.table.gen_close))
-                self._count(-dropped, "decoded")
-                self._count(added, "forced")
-                self._op().kind = "Gen"
-                self.fsm.finish_gen(text, eos=True)
-                return True
-            end = find_gen_end(self.tok, self.out[start:pos + 1], self.table.gen_close)
-            if end is not None:
-                dropped, added = self._rewind(self.out[:start] + end.canonical_ids)
-                self._count(-dropped, "decoded")
-                self._count(added, "forced")
-                self._reuse_row()
-                self._op().kind = "Gen"
-                self.fsm.finish_gen(end.body_text)
-                return True
-        return False
-
-    def _close_then_header(self, start: int, body: list[int]) -> bool | None:
-        """Draft ``</gen>`` (its remaining tokens) plus the guessed next op header in ONE forward.
-
-        Tried when the body ends with a proper prefix of ``</gen>``'s tokens, or (line mode) with a
-        newline. The close tokens are verified by unmasked greedy choice (they are gen text); if
-        all match, the gen ends and the header part is verified under the FSM's masks exactly as a
-        speculative header. Returns None when no such draft applies (nothing was fed); True when
-        this round's forward ran and the gen ended; False when it ran and the gen goes on.
-        """
-        if not self.spec:
-            return None
-        close = list(self.table.gen_close)
-        rest = self._close_draft(body)
-        if rest:
-            body_part = body[:len(body) - (len(close) - len(rest))]
-        elif not self.token_level and body and decode(self.tok, body[-1:]).endswith("\n"):
-            rest, body_part = close, body
-        else:
-            return None
-        clone = self.fsm.clone()
-        clone.finish_gen(decode(self.tok, body_part))
-        header = self._guess_ids(clone)
-        draft = rest + header
-        draft = draft[:max(0, min(self.max_new - self._spent() - 1, self._room() - 3))]
-        if len(draft) <= len(rest):
-            return None
-        header = draft[len(rest):]  # the budget may have cut the guessed header short
-        base, npend = self.runner.length, len(self.pending)
-        logits = self._feed(self.pending + draft, keep=len(draft) + 1)
-        self.pending = []
-        self.stats.draft_tokens += len(rest)
-        rows = list(logits)
-        pos0 = len(self.out)
-        for i, want in enumerate(rest):
-            tok = self.chooser.choose(rows[i], None, pos0 + i)
-            if tok != want:
-                self.runner.crop(base + npend + i)
-                self.stats.draft_accepted += i
-                self._commit(rest[:i], "decoded", fed=True)
-                self._commit([tok], "decoded")
-                self._rows = (pos0, rows[:i + 1])
-                return self._detect(start, pos0, rest[:i] + [tok])
-        self.stats.draft_accepted += len(rest)
-        self._commit(rest, "decoded", fed=True)
-        end = find_gen_end(self.tok, self.out[start:], self.table.gen_close)
-        if end is None or end.canonical_ids != self.out[start:]:  # pragma: no cover - odd byte splits
-            self.runner.crop(base + npend + len(rest))
-            self._rows = (pos0, rows[:len(rest) + 1])
-            return self._detect(start, pos0, rest)
-        self._op().kind = "Gen"
-        self.fsm.finish_gen(end.body_text)
-        self._verify_guess(rows[len(rest):], header, base + npend + len(rest))
-        return True
-
-    def _close_draft(self, body: list[int]) -> list[int]:
-        """Draft the rest of ``</gen>`` when the body ends with a proper prefix of its tokens."""
-        close = list(self.table.gen_close)
-        for j in range(len(close) - 1, 0, -1):
-            if len(body) >= j and body[-j:] == close[:j]:
-                return close[j:]
-        return []
-
-    def _reuse_row(self) -> None:
-        """After a gen end, reuse the verify forward's row that already predicts the next token."""
-        if self.pending or self._rows is None:
-            return
-        pos0, rows = self._rows
-        i = len(self.out) - pos0
-        if 0 <= i < len(rows) and rows[i] is not None and self.runner.length == len(self.prompt_ids) + len(self.out):
-            self.ready = rows[i]
-
-    def _gen_round(self, draft: list[int]) -> list[int]:
-        """One forward (or none): commit the accepted draft prefix + the model's next token."""
-        self.stats.draft_tokens += len(draft)
-        if self.ready is not None and not self.pending:
-            first = self.chooser.choose(self.ready, None, len(self.out))
-            self.ready = None
-            if not draft or first != draft[0]:
-                if self.strategy is not None and draft:
-                    self.strategy.update(0)
-                self._commit([first], "decoded")
-                return [first]
-            base, npend = self.runner.length, 0
-            logits = self._feed(draft, keep=len(draft))
-            rows = [None, *logits]
-            accepted, i = [first], 1
-        else:
-            self._ensure_pending()
-            base, npend = self.runner.length, len(self.pending)
-            logits = self._feed(self.pending + draft, keep=len(draft) + 1)
-            self.pending = []
-            rows, accepted, i = list(logits), [], 0
-        pos0 = len(self.out)  # rows[i] predicts output position pos0 + i
-        self._rows = (pos0, rows)
-        bonus = None
-        while i <= len(draft):
-            tok = self.chooser.choose(rows[i], None, pos0 + i)
-            if i < len(draft) and tok == draft[i]:
-                accepted.append(tok)
-                i += 1
-                continue
-            bonus = tok
-            break
-        self.runner.crop(base + npend + len(accepted))
-        if self.strategy is not None and draft:
-            self.strategy.update(len(accepted))
-        self.stats.draft_accepted += len(accepted)
-        self._commit(accepted, "decoded", fed=True)
-        self._commit([bonus], "decoded")
-        if not self.ride:
-            self._flush()
-        return accepted + [bonus]
-
 
 def check_context(prompt_tokens: int, document_tokens: int, context_length: int) -> None:
     """Raise ContextOverflowError if the prompt plus a full copy of the document cannot fit."""
@@ -514,14 +320,14 @@ def decode_program(loaded, document: str, instruction: str, *, token_level: bool
                    max_new_tokens: int = 512, monotonic: bool = False, speculative_headers: bool = True,
                    ride_along: bool = True, gen_strategy=None, forced=None,
                    cancel: threading.Event | None = None,
-                   progress: Callable[[DecodeProgress], None] | None = None,
+                   progress: Callable[[Progress], None] | None = None,
                    mode: str = "clipped") -> DecodeResult:
     """Decode (or, with ``forced``, replay) an edit program for ``document`` (see module doc)."""
     t0 = time.perf_counter()
     prompt = render_prompt(document, instruction, loaded.tokenizer, token_level=token_level,
                            profile=getattr(loaded, "prompt_profile", "teach"))
     check_context(len(prompt.ids), prompt.view.n_tokens, int(loaded.context_length))
-    dec = _ProgramDecoder(loaded, prompt, token_level=token_level, max_new_tokens=max_new_tokens,
+    dec = ProgramDecoder(loaded, prompt, token_level=token_level, max_new_tokens=max_new_tokens,
                           monotonic=monotonic, speculative_headers=speculative_headers, ride_along=ride_along,
                           gen_strategy=gen_strategy, forced=forced, cancel=cancel, progress=progress)
     dec.run()
@@ -541,5 +347,4 @@ def decode_program(loaded, document: str, instruction: str, *, token_level: bool
                         output_ids=list(dec.out), resolve_error=error)
 
 
-__all__ = ["decode_program", "DecodeResult", "DecodeStats", "DecodeProgress", "OpRecord", "check_context",
-           "program_token_ids"]
+__all__ = ["decode_program", "ProgramDecoder", "DecodeResult", "DecodeStats", "OpRecord", "check_context"]

@@ -24,11 +24,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.errors import ContextOverflowError, EditCancelled
+from engine.backends.kv import KVRunner
 from engine.decode.generate import GenerationStats, generate
+from engine.drafters import make_proposer
+from engine.errors import ContextOverflowError, UnknownStrategyError
+from engine.guide.tokens import stop_ids
+from engine.program.oracle import line_program
+from engine.prompt import REGEN_CLOSE, render_regen_prompt
 
-REGEN_STRATEGIES = ("regen", "spec-edit", "pld")
-_STOP_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>")
+REGEN_STRATEGIES = ("regen", "spec-edit", "pld")   # the drafter each uses: none, the document, prompt lookup
 
 
 @dataclass
@@ -59,22 +63,8 @@ class RegenResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def stop_ids_for(tokenizer) -> frozenset[int]:
-    """EOS-like token ids of this tokenizer (eos_token_id plus known end-of-turn specials)."""
-    ids = set()
-    if getattr(tokenizer, "eos_token_id", None) is not None:
-        ids.add(int(tokenizer.eos_token_id))
-    vocab = tokenizer.get_vocab()
-    for tok in _STOP_TOKENS:
-        if tok in vocab:
-            ids.add(int(vocab[tok]))
-    return frozenset(ids)
-
-
 def regen_framing(tokenizer, document: str, instruction: str) -> RegenFraming:
     """Render the regen prompt (engine.prompt.render_regen_prompt) and describe its framing."""
-    from engine.prompt import REGEN_CLOSE, render_regen_prompt
-
     rendered = render_regen_prompt(document, instruction, tokenizer)
     return RegenFraming(prompt_ids=list(rendered.ids), end_marker=REGEN_CLOSE,
                         draft_text=document + REGEN_CLOSE)
@@ -115,12 +105,7 @@ def regenerate(
     framing: RegenFraming | None = None,
 ) -> RegenResult:
     """Regenerate the edited document with `strategy` (see module docstring)."""
-    from engine.backends.kv import DecodeCancelled, KVRunner
-    from engine.drafters import make_proposer
-
     if strategy not in REGEN_STRATEGIES:
-        from engine.api import UnknownStrategyError
-
         raise UnknownStrategyError(
             f"unknown regeneration strategy {strategy!r}; choose one of {', '.join(REGEN_STRATEGIES)}"
         )
@@ -143,21 +128,18 @@ def regenerate(
         target = tok.encode(forced + framing.end_marker, add_special_tokens=False)
         max_new_tokens = max(max_new_tokens, len(target) + 1)
 
-    runner = KVRunner(loaded.model, cancel=cancel)
-    try:
-        gen = generate(
-            runner,
-            list(prompt_ids),
-            max_new_tokens=max_new_tokens,
-            stop_ids=stop_ids_for(tok),
-            stop_when=_end_detector(tok, framing.end_marker),
-            proposer=proposer,
-            context_ids=list(prompt_ids),
-            target=target,
-            on_forward=on_forward,
-        )
-    except DecodeCancelled as exc:
-        raise EditCancelled(f"{strategy} edit cancelled after {runner.log.forwards} forwards") from exc
+    runner = KVRunner(loaded.model, cancel=cancel)  # raises EditCancelled before a forward once cancelled
+    gen = generate(
+        runner,
+        list(prompt_ids),
+        max_new_tokens=max_new_tokens,
+        stop_ids=stop_ids(tok),
+        stop_when=_end_detector(tok, framing.end_marker),
+        proposer=proposer,
+        context_ids=list(prompt_ids),
+        target=target,
+        on_forward=on_forward,
+    )
     raw = tok.decode(gen.ids)
     text = framing.extract(raw)
     warnings = []
@@ -167,8 +149,6 @@ def regenerate(
             f"the rest of the document is missing from the result. Raise max_new_tokens or edit a "
             f"smaller line range."
         )
-    from engine.program.oracle import line_program
-
     return RegenResult(
         text=text,
         program=tuple(line_program(document, text)),

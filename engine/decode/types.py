@@ -5,22 +5,11 @@ with ``resolve_error``), warnings, ``output_ids`` (the committed output stream a
 ``<program>``) and ``DecodeStats``: decoded / copied / forced token counts, forwards, masked
 steps and their CPU time, speculative-header and draft counters, wall time, ``truncated`` and
 ``per_op`` (one ``OpRecord`` dict per op: kind, tokens by kind, forwards attributed, ms).
-``DecodeProgress`` is what the progress callback receives after every forward.
+The progress callback receives ``engine.types.Progress`` after every forward.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-
-@dataclass
-class DecodeProgress:
-    """Counts after a forward (same fields as ``engine.api.Progress``)."""
-
-    decoded: int
-    copied: int
-    forced: int
-    forwards: int
-    ops: int
 
 
 @dataclass

@@ -5,9 +5,9 @@ Registry: `make_proposer(name, ...)` builds one by name. Names: "none" (plain gr
 """
 from __future__ import annotations
 
-from engine.drafters.base import DraftProposer, NoDraft, Verification, verify_greedy
+from engine.drafters.base import DraftProposer, NoDraft
 
-__all__ = ["DraftProposer", "NoDraft", "Verification", "verify_greedy", "PROPOSERS", "make_proposer"]
+__all__ = ["DraftProposer", "NoDraft", "PROPOSERS", "make_proposer"]
 
 PROPOSERS = ("none", "pld", "spec-edit")
 

@@ -3,7 +3,7 @@
 Saxena (2023) / HF transformers' `PromptLookupCandidateGenerator`: take the last n generated
 tokens (n from `max_ngram` down to `min_ngram`), find an earlier occurrence in prompt + output,
 and propose the `window` tokens that followed it. Generic (knows nothing about documents);
-lossless when verified with `engine.drafters.base.verify_greedy`.
+lossless when verified with `engine.decode.verify.verify_greedy`.
 """
 from __future__ import annotations
 

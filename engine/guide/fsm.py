@@ -1,8 +1,7 @@
 """Token-level grammar FSM for edit programs: which token ids may come next, and which are forced.
 
-Owns the token-id table (``TokenTable``, built ONCE per tokenizer by encoding the structural
-literals of ``engine.prompt`` and scanning the vocabulary for pure-digit tokens — no constants),
-and ``ProgramFSM``, the state machine the decoder drives token by token.
+Owns ``ProgramFSM``, the state machine the decoder drives token by token, over a ``TokenTable``
+(``engine.guide.tokens``: the grammar's literals as ids, built once per tokenizer).
 
 States (the seed's five plus the token-index variant):
 
@@ -26,23 +25,21 @@ States (the seed's five plus the token-index variant):
 ``step()`` returns a ``Step``: ``force`` (ids to commit; ``copy=True`` for a splice payload),
 ``choose`` (``allowed``: 1-D LongTensor of ids; argmax over ``logits[allowed]``), ``free`` (gen
 body) or ``done``. ``advance(token)`` consumes one token. ``clone()`` copies the state cheaply, so
-speculative headers can be checked on a copy. ``op_token_ids`` gives an op's canonical tokens,
-which forced mode and speculative headers feed through the same FSM.
+speculative headers can be checked on a copy; ``literal_pos`` says how many tokens of the current
+literal are already committed. ``engine.guide.tokens.op_token_ids`` gives an op's canonical
+tokens, which forced mode and speculative headers feed through the same FSM.
 """
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from engine.program.grammar import CopyLines, CopyTokens, Gen, escape
-from engine.prompt import (
-    COPY_CLOSE, COPY_LINES_OPEN, COPY_TOKENS_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, RANGE_SEP,
-    DocumentView,
-)
+from engine.guide.tokens import TokenTable
+from engine.program.grammar import CopyLines, CopyTokens, Gen, unescape
+from engine.prompt import DocumentView
 
 AWAIT_OP = "AWAIT_OP"
 AFTER_LT = "AFTER_LT"
@@ -51,12 +48,6 @@ COPY_TOKENS = "COPY_TOKENS"
 GEN_BODY = "GEN_BODY"
 CLOSE = "CLOSE"
 DONE = "DONE"
-
-_DIGITS = re.compile(r"[0-9]+")
-
-
-class TokenTableError(ValueError):
-    """A tokenizer cannot express the grammar (a literal does not round-trip, or no digit tokens)."""
 
 
 @dataclass(frozen=True)
@@ -67,110 +58,6 @@ class Step:
     ids: tuple[int, ...] = ()
     allowed: torch.Tensor | None = None
     copy: bool = False
-
-
-class TokenTable:
-    """Per-tokenizer ids of the structural literals, digit tokens and stop tokens (built once)."""
-
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
-
-        def enc(text: str) -> tuple[int, ...]:
-            ids = tuple(tokenizer.encode(text, add_special_tokens=False))
-            if not ids or tokenizer.decode(list(ids)) != text:
-                raise TokenTableError(
-                    f"tokenizer {type(tokenizer).__name__} does not encode the grammar literal {text!r} "
-                    f"reversibly (got {list(ids)}); use a byte-level or character-complete tokenizer")
-            return ids
-
-        self.copy_lines_open = enc(COPY_LINES_OPEN)
-        self.copy_tokens_open = enc(COPY_TOKENS_OPEN)
-        self.gen_open = enc(GEN_OPEN)
-        self.gen_close = enc(GEN_CLOSE)
-        self.program_close = enc(PROGRAM_CLOSE)
-        self.range_sep = enc(RANGE_SEP)
-        self.copy_close = enc(COPY_CLOSE)
-        digit_ids, digit_strs = [], []
-        special = set(getattr(tokenizer, "all_special_ids", []) or [])
-        for tid in range(len(tokenizer)):
-            if tid in special:
-                continue
-            s = tokenizer.decode([tid])
-            if _DIGITS.fullmatch(s):
-                digit_ids.append(tid)
-                digit_strs.append(s)
-        if not any(len(s) == 1 for s in digit_strs) or len({s for s in digit_strs if len(s) == 1}) < 10:
-            raise TokenTableError(
-                f"tokenizer {type(tokenizer).__name__} lacks single-digit tokens 0-9; copy indices "
-                f"cannot be spelled. Found digit tokens: {sorted(set(digit_strs))[:20]}")
-        self.digit_ids = np.array(digit_ids, dtype=np.int64)
-        self.digit_strs = digit_strs
-        self.digit_vals = np.array([int(s) for s in digit_strs], dtype=np.int64)
-        self.digit_lens = np.array([len(s) for s in digit_strs], dtype=np.int64)
-        self.digit_lead0 = np.array([s[0] == "0" for s in digit_strs], dtype=bool)
-        self._digit_by_str = {s: t for t, s in zip(digit_ids, digit_strs)}
-        self._max_digit_len = int(self.digit_lens.max())
-        stops = set(special)
-        if getattr(tokenizer, "eos_token_id", None) is not None:
-            stops.add(int(tokenizer.eos_token_id))
-        self.stop_ids = frozenset(stops)
-        self._tensor_cache: dict[tuple[int, ...], torch.Tensor] = {}
-
-    def tensor(self, ids) -> torch.Tensor:
-        """A cached 1-D LongTensor of sorted ids (masks for literal decision points)."""
-        key = tuple(sorted(set(int(i) for i in ids)))
-        t = self._tensor_cache.get(key)
-        if t is None:
-            t = torch.tensor(key, dtype=torch.long)
-            self._tensor_cache[key] = t
-        return t
-
-    def number_ids(self, value: int) -> list[int]:
-        """Canonical digit tokens of a non-negative number (greedy longest-match over digit tokens)."""
-        s, out = str(value), []
-        while s:
-            for n in range(min(len(s), self._max_digit_len), 0, -1):
-                tid = self._digit_by_str.get(s[:n])
-                if tid is not None:
-                    out.append(tid)
-                    s = s[n:]
-                    break
-        return out
-
-    def digit_mask(self, prefix: str, lo: int, hi: int) -> np.ndarray:
-        """Boolean mask over digit tokens that keep ``prefix + token`` a prefix of a number in [lo, hi]."""
-        if prefix == "0" or hi < lo:
-            return np.zeros(len(self.digit_ids), dtype=bool)
-        base = int(prefix) if prefix else 0
-        lens = self.digit_lens
-        vals = base * (10 ** lens) + self.digit_vals
-        total = len(prefix) + lens
-        ok = np.zeros(len(vals), dtype=bool)
-        if not prefix:  # a leading zero is only valid as the whole number "0"
-            zero_ok = (self.digit_vals == 0) & (lens == 1) & (lo <= 0)
-            ok |= zero_ok
-            candidates = ~self.digit_lead0
-        else:
-            candidates = np.ones(len(vals), dtype=bool)
-        max_len = len(str(hi))
-        for k in range(0, max_len + 1):
-            scale = 10 ** k
-            fits = (total + k <= max_len) & (vals * scale <= hi) & ((vals + 1) * scale - 1 >= lo)
-            ok |= candidates & fits & (vals > 0)
-        return ok
-
-
-_TABLES: dict[int, tuple[object, TokenTable]] = {}
-
-
-def token_table(tokenizer) -> TokenTable:
-    """The tokenizer's TokenTable, built on first use and cached for the process."""
-    hit = _TABLES.get(id(tokenizer))
-    if hit is not None and hit[0] is tokenizer:
-        return hit[1]
-    table = TokenTable(tokenizer)
-    _TABLES[id(tokenizer)] = (tokenizer, table)
-    return table
 
 
 @dataclass
@@ -336,8 +223,6 @@ class ProgramFSM:
 
     def finish_gen(self, text: str, *, eos: bool = False) -> None:
         """Close the open gen with its decoded (escaped) body; ``eos`` also closes the program."""
-        from engine.program.grammar import unescape
-
         if self.state != GEN_BODY:
             raise ValueError(f"finish_gen in state {self.state}")
         self.ops.append(Gen(unescape(text)))
@@ -349,8 +234,6 @@ class ProgramFSM:
 
     def truncate(self, gen_text: str | None = None) -> None:
         """Stop now (token budget or context full): keep completed ops (+ the open gen's text)."""
-        from engine.program.grammar import unescape
-
         if self.state == GEN_BODY and gen_text is not None:
             self.ops.append(Gen(unescape(gen_text)))
         self.state, self._alts, self._payload = DONE, [], ()
@@ -368,39 +251,16 @@ class ProgramFSM:
         return len(self.ops) - (1 if self._payload else 0)
 
     @property
+    def literal_pos(self) -> int:
+        """Tokens of the current structural literal (an op opener or ``</program>``) already committed."""
+        return self._pos
+
+    @property
+    def choosing_op(self) -> bool:
+        """True while the next op is being chosen (``AWAIT_OP`` / ``AFTER_LT``)."""
+        return self.state in (AWAIT_OP, AFTER_LT)
+
+    @property
     def at_op_start(self) -> bool:
         """True when no token of the next op has been committed yet."""
         return self.state == AWAIT_OP and self._pos == 0 and not self._payload
-
-
-def op_token_parts(table: TokenTable, view: DocumentView, op) -> list[tuple[str, list[int]]]:
-    """An op's canonical tokens as the FSM spells them, in labelled parts.
-
-    Labels: ``"tag"`` (copy header, ``<gen>``, ``</gen>``, ``</program>``), ``"payload"`` (the ids a
-    copy splices: context only, never chosen by the model) and ``"gen"`` (the escaped gen body).
-    ``op_token_ids`` concatenates them; training targets (``training.render``) use the labels.
-    """
-    if isinstance(op, (CopyLines, CopyTokens)):
-        opener = table.copy_tokens_open if isinstance(op, CopyTokens) else table.copy_lines_open
-        tag = [*opener, *table.number_ids(op.start), *table.range_sep, *table.number_ids(op.end), *table.copy_close]
-        return [("tag", tag), ("payload", view.payload_ids(op.start, op.end, token_level=isinstance(op, CopyTokens)))]
-    if isinstance(op, Gen):
-        body = list(table.tokenizer.encode(escape(op.text), add_special_tokens=False))
-        return [("tag", list(table.gen_open)), ("gen", body), ("tag", list(table.gen_close))]
-    if op == "close":
-        return [("tag", list(table.program_close))]
-    raise TypeError(f"not a program op: {op!r}")
-
-
-def op_token_ids(table: TokenTable, view: DocumentView, op, *, token_level: bool = False) -> list[int]:
-    """Canonical tokens of one op as the FSM spells it (copy tag + splice payload; gen + close)."""
-    return [t for _, ids in op_token_parts(table, view, op) for t in ids]
-
-
-def program_token_ids(table: TokenTable, view: DocumentView, program, *, token_level: bool = False) -> list[int]:
-    """Canonical tokens of a whole program after ``<program>`` (ops, then ``</program>``)."""
-    out: list[int] = []
-    for op in program:
-        out.extend(op_token_ids(table, view, op, token_level=token_level))
-    out.extend(table.program_close)
-    return out

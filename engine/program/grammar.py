@@ -30,11 +30,24 @@ import re
 from dataclasses import dataclass
 from typing import Union
 
+from engine.errors import ProgramParseError
+
 __all__ = [
     "CopyLines", "CopyTokens", "Gen", "Op", "Program", "ProgramParseError",
     "parse", "serialize", "escape", "unescape", "RESERVED_LITERALS", "ENTITIES",
-    "ESCAPE_CHAR",
+    "ESCAPE_CHAR", "PROGRAM_OPEN", "PROGRAM_CLOSE", "COPY_LINES_OPEN", "COPY_TOKENS_OPEN", "RANGE_SEP",
+    "COPY_CLOSE", "GEN_OPEN", "GEN_CLOSE",
 ]
+
+# The structural literals, as the model writes them (the token FSM, engine.guide, spells these).
+PROGRAM_OPEN = "<program>"
+PROGRAM_CLOSE = "</program>"
+COPY_LINES_OPEN = '<copy lines="'
+COPY_TOKENS_OPEN = '<copy tokens="'
+RANGE_SEP = "-"
+COPY_CLOSE = '"/>'
+GEN_OPEN = "<gen>"
+GEN_CLOSE = "</gen>"
 
 
 @dataclass(frozen=True)
@@ -101,18 +114,6 @@ def unescape(text: str) -> str:
         return ESCAPE_CHAR if s == ESCAPE_CHAR * 2 else _UNENTITIES[s]
 
     return _UNESCAPE_RE.sub(sub, text)
-
-
-class ProgramParseError(ValueError):
-    """A program text is malformed at character ``offset``; ``expected`` says what should be there."""
-
-    def __init__(self, text: str, offset: int, expected: str, found: str | None = None):
-        self.offset = offset
-        self.expected = expected
-        if found is None:
-            found = repr(text[offset:offset + 20]) if offset < len(text) else "end of text"
-        self.found = found
-        super().__init__(f"invalid edit program at offset {offset}: expected {expected}, found {found}")
 
 
 _WS = " \t\r\n"

@@ -29,22 +29,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from engine.errors import ResolveError
+
 from engine.program.grammar import CopyLines, CopyTokens, Gen, Op
 
 __all__ = ["ResolveError", "Resolution", "resolve", "document_lines", "strip_gen", "MODES"]
 
 MODES = ("strict", "clipped")
-
-
-class ResolveError(ValueError):
-    """Op ``op_index`` (``op``) cannot be resolved against a document of ``line_count`` lines."""
-
-    def __init__(self, message: str, op_index: int, op, line_count: int, token_count: int | None = None):
-        self.op_index = op_index
-        self.op = op
-        self.line_count = line_count
-        self.token_count = token_count
-        super().__init__(message)
 
 
 @dataclass

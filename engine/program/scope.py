@@ -11,12 +11,8 @@ sub-document's program is shifted to full-document line numbers and the lines be
 """
 from __future__ import annotations
 
-from engine.errors import EngineError
+from engine.errors import InvalidRangeError
 from engine.program.grammar import CopyLines, CopyTokens, Gen
-
-
-class InvalidRangeError(EngineError, ValueError):
-    """`line_range` is not a valid 1-based inclusive range of the document's lines."""
 
 
 def check_range(document: str, line_range) -> tuple[int, int]:

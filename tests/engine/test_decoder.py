@@ -11,7 +11,7 @@ import pytest
 from evaluation.corpus import load_pairs
 from engine.decode.program import decode_program
 from engine.errors import ContextOverflowError, EditCancelled, ForcedProgramError
-from engine.guide.fsm import token_table
+from engine.guide.tokens import token_table
 from engine.decode.gen_end import decode
 from engine.program.grammar import CopyLines, CopyTokens, Gen, parse, serialize
 from engine.program.oracle import line_program, token_program
@@ -148,7 +148,7 @@ class _Oracle:
 
 
 def test_gen_strategy_hook_is_lossless(tiny_model):
-    from engine.guide.fsm import program_token_ids
+    from engine.guide.tokens import program_token_ids
 
     pair = load_pairs("python")[1]
     program = line_program(pair.document, pair.gold)

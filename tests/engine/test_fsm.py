@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from engine.guide.fsm import ProgramFSM, TokenTable, op_token_ids, program_token_ids, token_table
+from engine.guide.fsm import ProgramFSM
+from engine.guide.tokens import TokenTable, op_token_ids, program_token_ids, token_table
 from engine.program.grammar import CopyLines, CopyTokens, Gen
 from engine.prompt import DocumentView
 

@@ -6,7 +6,8 @@ import random
 import pytest
 import torch
 
-from engine.drafters import NoDraft, make_proposer, verify_greedy
+from engine.decode.verify import verify_greedy
+from engine.drafters import NoDraft, make_proposer
 from engine.decode.generate import generate
 from engine.drafters.pld import PromptLookupProposer, find_ngram
 from engine.drafters.document import DocumentDraftProposer

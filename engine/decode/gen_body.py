@@ -1,0 +1,186 @@
+"""Gen bodies of the program decoder: free greedy text, optional drafts, end of gen (a mixin).
+
+``GenBodies`` is mixed into ``engine.decode.program.ProgramDecoder`` and uses its schedule state
+(``out``, ``pending``, ``ready``, ``runner``, ``fsm``, ``stats``) and its forwards (``_feed``,
+``_commit``, ``_rewind``). One round = at most one forward: the drafter's draft (or the rest of a
+partly written ``</gen>``) is verified by greedy choice, the longest matching prefix plus the
+model's own next token is committed. ``</gen>`` plus the guessed next op header are drafted
+together in ONE forward when the body ends in a newline or a prefix of ``</gen>``. End of gen per
+``engine.decode.gen_end``; EOS closes the gen and the program; a gen repeating itself
+(``engine.decode.repetition``) is stopped and reported truncated.
+"""
+from __future__ import annotations
+
+from engine.decode.gen_end import decode, find_gen_end
+from engine.decode.repetition import repeating_unit
+
+
+class GenBodies:
+    """The gen-body half of the program decoder (see module doc)."""
+
+    def _gen(self) -> None:
+        start = len(self.out)
+        while True:
+            body = self.out[start:]
+            if self._spent() >= self.max_new or self._room() <= 2:
+                self._op().kind = "Gen"
+                self.fsm.truncate(decode(self.tok, body))
+                self.stats.truncated = True
+                return
+            draft = []
+            if self.strategy is not None:
+                draft = list(self.strategy.propose(self.prompt_ids + self.out, body))
+            if not draft and self.pending:
+                ended = self._close_then_header(start, body)
+                if ended is not None:
+                    if ended:
+                        return
+                    continue
+            if not draft:
+                draft = self._close_draft(body)
+                draft = draft[:max(0, min(self.max_new - self._spent() - 1, self._room() - 3))]
+            pos0 = len(self.out)
+            new = self._gen_round(draft)
+            if self._detect(start, pos0, new):
+                return
+            if self.forced is None and repeating_unit(self.out[start:]) is not None:
+                self._op().kind = "Gen"
+                self.fsm.truncate(decode(self.tok, self.out[start:]))
+                self.stats.truncated = self.stats.repeating = True
+                return
+
+    def _detect(self, start: int, pos0: int, new: list[int]) -> bool:
+        """End-of-gen / EOS detection over tokens just committed at ``pos0``; closes the gen if found."""
+        for i, tok in enumerate(new):
+            pos = pos0 + i
+            if tok in self.table.stop_ids:
+                text = decode(self.tok, self.out[start:pos])
+                dropped, added = self._rewind(self.out[:pos] + list(self.table.gen_close))
+                self._count(-dropped, "decoded")
+                self._count(added, "forced")
+                self._op().kind = "Gen"
+                self.fsm.finish_gen(text, eos=True)
+                return True
+            end = find_gen_end(self.tok, self.out[start:pos + 1], self.table.gen_close)
+            if end is not None:
+                dropped, added = self._rewind(self.out[:start] + end.canonical_ids)
+                self._count(-dropped, "decoded")
+                self._count(added, "forced")
+                self._reuse_row()
+                self._op().kind = "Gen"
+                self.fsm.finish_gen(end.body_text)
+                return True
+        return False
+
+    def _close_then_header(self, start: int, body: list[int]) -> bool | None:
+        """Draft ``</gen>`` (its remaining tokens) plus the guessed next op header in ONE forward.
+
+        Tried when the body ends with a proper prefix of ``</gen>``'s tokens, or (line mode) with a
+        newline. The close tokens are verified by unmasked greedy choice (they are gen text); if
+        all match, the gen ends and the header part is verified under the FSM's masks exactly as a
+        speculative header. Returns None when no such draft applies (nothing was fed); True when
+        this round's forward ran and the gen ended; False when it ran and the gen goes on.
+        """
+        if not self.spec:
+            return None
+        close = list(self.table.gen_close)
+        rest = self._close_draft(body)
+        if rest:
+            body_part = body[:len(body) - (len(close) - len(rest))]
+        elif not self.token_level and body and decode(self.tok, body[-1:]).endswith("\n"):
+            rest, body_part = close, body
+        else:
+            return None
+        clone = self.fsm.clone()
+        clone.finish_gen(decode(self.tok, body_part))
+        header = self._guess_ids(clone)
+        draft = rest + header
+        draft = draft[:max(0, min(self.max_new - self._spent() - 1, self._room() - 3))]
+        if len(draft) <= len(rest):
+            return None
+        header = draft[len(rest):]  # the budget may have cut the guessed header short
+        base, npend = self.runner.length, len(self.pending)
+        logits = self._feed(self.pending + draft, keep=len(draft) + 1)
+        self.pending = []
+        self.stats.draft_tokens += len(rest)
+        rows = list(logits)
+        pos0 = len(self.out)
+        for i, want in enumerate(rest):
+            tok = self.chooser.choose(rows[i], None, pos0 + i)
+            if tok != want:
+                self.runner.crop(base + npend + i)
+                self.stats.draft_accepted += i
+                self._commit(rest[:i], "decoded", fed=True)
+                self._commit([tok], "decoded")
+                self._rows = (pos0, rows[:i + 1])
+                return self._detect(start, pos0, rest[:i] + [tok])
+        self.stats.draft_accepted += len(rest)
+        self._commit(rest, "decoded", fed=True)
+        end = find_gen_end(self.tok, self.out[start:], self.table.gen_close)
+        if end is None or end.canonical_ids != self.out[start:]:  # pragma: no cover - odd byte splits
+            self.runner.crop(base + npend + len(rest))
+            self._rows = (pos0, rows[:len(rest) + 1])
+            return self._detect(start, pos0, rest)
+        self._op().kind = "Gen"
+        self.fsm.finish_gen(end.body_text)
+        self._verify_guess(rows[len(rest):], header, base + npend + len(rest))
+        return True
+
+    def _close_draft(self, body: list[int]) -> list[int]:
+        """Draft the rest of ``</gen>`` when the body ends with a proper prefix of its tokens."""
+        close = list(self.table.gen_close)
+        for j in range(len(close) - 1, 0, -1):
+            if len(body) >= j and body[-j:] == close[:j]:
+                return close[j:]
+        return []
+
+    def _reuse_row(self) -> None:
+        """After a gen end, reuse the verify forward's row that already predicts the next token."""
+        if self.pending or self._rows is None:
+            return
+        pos0, rows = self._rows
+        i = len(self.out) - pos0
+        if 0 <= i < len(rows) and rows[i] is not None and self.runner.length == len(self.prompt_ids) + len(self.out):
+            self.ready = rows[i]
+
+    def _gen_round(self, draft: list[int]) -> list[int]:
+        """One forward (or none): commit the accepted draft prefix + the model's next token."""
+        self.stats.draft_tokens += len(draft)
+        if self.ready is not None and not self.pending:
+            first = self.chooser.choose(self.ready, None, len(self.out))
+            self.ready = None
+            if not draft or first != draft[0]:
+                if self.strategy is not None and draft:
+                    self.strategy.update(0)
+                self._commit([first], "decoded")
+                return [first]
+            base, npend = self.runner.length, 0
+            logits = self._feed(draft, keep=len(draft))
+            rows = [None, *logits]
+            accepted, i = [first], 1
+        else:
+            self._ensure_pending()
+            base, npend = self.runner.length, len(self.pending)
+            logits = self._feed(self.pending + draft, keep=len(draft) + 1)
+            self.pending = []
+            rows, accepted, i = list(logits), [], 0
+        pos0 = len(self.out)  # rows[i] predicts output position pos0 + i
+        self._rows = (pos0, rows)
+        bonus = None
+        while i <= len(draft):
+            tok = self.chooser.choose(rows[i], None, pos0 + i)
+            if i < len(draft) and tok == draft[i]:
+                accepted.append(tok)
+                i += 1
+                continue
+            bonus = tok
+            break
+        self.runner.crop(base + npend + len(accepted))
+        if self.strategy is not None and draft:
+            self.strategy.update(len(accepted))
+        self.stats.draft_accepted += len(accepted)
+        self._commit(accepted, "decoded", fed=True)
+        self._commit([bonus], "decoded")
+        if not self.ride:
+            self._flush()
+        return accepted + [bonus]
