@@ -31,8 +31,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
-import engine.api as _engine_api
-from engine.api import EditCancelled, EditRequest, EngineError
+from engine.api import EditCancelled, EditRequest, EngineError, ModelLoadError, get_strategy
 from engine.program.grammar import serialize
 
 from .arguments import EditArgs, check_unicode, parse_edit_args
@@ -49,9 +48,8 @@ from .documents import DocumentUnavailableError, take_snapshot
 from .versioned_apply import apply_versioned, client_can_apply_edits
 from .worker import CancelSignal, EditJob
 
-# Engine errors whose message tells the user what to do (ModelLoadError once engine.api
-# re-exports it; until then it is reported as an internal error, message included).
-_USER_FACING = tuple(t for t in (EngineError, getattr(_engine_api, "ModelLoadError", None)) if t)
+# Engine errors whose message tells the user what to do.
+_USER_FACING = (EngineError, ModelLoadError)
 
 __all__ = ["APPLY_EDIT", "PREVIEW_EDIT", "CANCEL_ALL", "apply_edit", "preview_edit", "cancel_all"]
 
@@ -158,7 +156,7 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
                     program, expected = dropped, None
         plan = program_to_edits(program, snap.text, encoding=ls.position_encoding, mode=request.mode,
                                 expected=expected,
-                                granularity="tokens" if request.strategy == "cad-tokens" else None)
+                                granularity="tokens" if get_strategy(request.strategy).token_level else None)
         stats = _stats(result.stats, job, t0)
         reply = {"stats": stats, "program": serialize(program), "edits": len(plan.edits),
                  "warnings": list(result.warnings), "method": plan.method}

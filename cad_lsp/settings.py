@@ -24,14 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
+from engine.api import MODES, STRATEGIES  # the strategy registry's names; importing engine.api is torch-free
+
 __all__ = ["Settings", "SettingsError", "SECTION", "STRATEGIES", "RESOLVER_MODES"]
 
 SECTION = "cad"
-RESOLVER_MODES = ("strict", "clipped")
-try:  # engine.api imports torch lazily, so this import is cheap
-    from engine.api import STRATEGIES
-except ImportError:  # pragma: no cover - engine.api not available yet
-    STRATEGIES = ("cad", "cad-tokens", "regen", "spec-edit")
+RESOLVER_MODES = MODES  # the engine's resolver modes (one definition: engine.program.resolver)
 
 _KEYS = {"model": "model", "device": "device", "strategy": "strategy",
          "maxNewTokens": "max_new_tokens", "max_new_tokens": "max_new_tokens",
