@@ -27,6 +27,7 @@ from clients.journal import JOURNAL_NAME, Journal
 from clients.line_endings import NotTextError, decode, encode
 from clients.progress_bar import ProgressBar
 from cad_lsp.placeholders import find_lazy_placeholders, refusal_message
+from engine.api import STRATEGIES  # the engine's strategy registry (torch-free import)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -92,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", type=Path, default=None, help="refuse paths outside this directory (default: cwd)")
     p.add_argument("--no-resume", action="store_true", help="ignore the journal; redo every job")
     p.add_argument("--journal", type=Path, help=f"journal path (default: {JOURNAL_NAME} beside --jobs, else in --root)")
-    p.add_argument("--strategy", default="cad", help="engine strategy: cad, cad-tokens, regen, spec-edit (default: cad)")
+    p.add_argument("--strategy", default="cad", choices=STRATEGIES, help="engine strategy (default: cad)")
     p.add_argument("--model", default="default", help="model spec: default, an HF dir, or a .gguf path")
     p.add_argument("--max-new-tokens", type=_budget, default=None, metavar="N|auto",
                    help="decode budget per edit (default: auto = the edited text's tokens + a margin)")

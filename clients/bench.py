@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from clients.lsp_session import LspSession, LspSessionError
+from engine.api import STRATEGIES  # the engine's strategy registry (torch-free import)
 from evaluation.metrics import exact_match, percentile
 from clients.progress_bar import ProgressBar
 from clients.testrun import run_tests
@@ -65,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", choices=["python", "js", "both"], default="python")
     p.add_argument("--cases", type=int, default=None, help="first N cases per language (default: all 164)")
     p.add_argument("--concurrency", type=int, default=1, help="requests in flight (default: 1)")
-    p.add_argument("--strategy", default=None, help="cad, cad-tokens, regen, spec-edit (default: server's)")
+    p.add_argument("--strategy", default=None, choices=STRATEGIES, help="engine strategy (default: server's)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="server setting cad.maxNewTokens")
     p.add_argument("--model", default=None, help="server setting cad.model")
     p.add_argument("--device", default=None, help="server setting cad.device")
