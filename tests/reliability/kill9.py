@@ -58,7 +58,15 @@ def one_trial(base: Path, rng: random.Random, figures: KillFigures) -> None:
             "--engine-factory", FAKE, "-q"]
     proc = subprocess.Popen(args, cwd=base, env={**env, "FAKE_EDIT_CALLS": str(base / "calls1.txt")},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(rng.uniform(0.0, 0.35))
+    # Kill after a random number of jobs has started (machine-speed independent), plus a random
+    # moment inside that job (computing, journaling, writing the temp file, renaming).
+    started, calls1 = rng.randint(0, len(JOBS)), base / "calls1.txt"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and proc.poll() is None:
+        if calls1.exists() and len(calls1.read_text().splitlines()) >= started:
+            break
+        time.sleep(0.002)
+    time.sleep(rng.uniform(0.0, 0.03))
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     figures.trials += 1
