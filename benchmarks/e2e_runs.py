@@ -1,6 +1,6 @@
 """Per-case runs for the end-to-end benchmark: strategy variants, forced replays, forward timing.
 
-`ForwardRecorder` wraps `engine.backends.kv.KVRunner.feed` (every forward of every strategy goes through it)
+`ForwardRecorder` observes the backend's forwards (`engine.backends.base`: every forward of every strategy goes through a session)
 and records (tokens, ms) per forward, so a run's time splits into the prompt prefill (the first
 forward) and the decode that follows. `run_forced(variant, ...)` replays the gold output under one
 strategy variant (engine.decode.regen forced mode for regen/spec-edit, engine.decode.program forced mode for
@@ -43,34 +43,25 @@ def forced_variants(windows=(16, 32, 64), token_min_spans=(8,)) -> list[Variant]
 
 
 class ForwardRecorder:
-    """Context manager recording (tokens, ms) of every `KVRunner.feed` while active."""
+    """Context manager recording (tokens, ms) of every forward the backend runs while active.
 
-    def __init__(self, device=None):
+    Observes through the backend interface (``engine.backends.base``: ``backend.observers``); on CUDA
+    the session synchronizes before timing, so ms is the device work.
+    """
+
+    def __init__(self, backend):
         self.forwards: list[tuple[int, float]] = []
-        self._cuda = device is not None and getattr(device, "type", str(device)) == "cuda"
+        self._backend = backend
+
+    def _observe(self, ids, ms: float) -> None:
+        self.forwards.append((len(ids), ms))
 
     def __enter__(self) -> "ForwardRecorder":
-        from engine.backends.kv import KVRunner
-
-        self._cls = KVRunner
-        self._orig = KVRunner.feed
-        orig, rec = self._orig, self
-
-        def feed(runner, ids, keep=1):
-            t0 = time.perf_counter()
-            out = orig(runner, ids, keep)
-            if rec._cuda:
-                import torch
-
-                torch.cuda.synchronize()
-            rec.forwards.append((len(ids), (time.perf_counter() - t0) * 1000.0))
-            return out
-
-        KVRunner.feed = feed
+        self._backend.observers.append(self._observe)
         return self
 
     def __exit__(self, *exc) -> None:
-        self._cls.feed = self._orig
+        self._backend.observers.remove(self._observe)
 
 
 def oracle_program(variant: Variant, pair, tokenizer):
@@ -98,7 +89,7 @@ def _once(variant: Variant, loaded, pair, *, forced: bool, max_new_tokens: int |
     from engine.decode.regen import regenerate
 
     instr = _instruction(pair)
-    rec = ForwardRecorder(device)
+    rec = ForwardRecorder(loaded)
     program = None
     t0 = time.perf_counter()
     with rec:

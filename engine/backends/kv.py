@@ -1,4 +1,6 @@
-"""KV-cache runner: the one place that calls the model's forward during decoding.
+"""KV-cache session of the in-process HF backend: the one place that calls the model's forward.
+
+``KVRunner`` implements ``engine.backends.base.Session``; ``LoadedModel.session()`` makes one.
 
 Every token the decoder commits goes through `KVRunner.feed`, which runs exactly one forward over
 the given ids (a single token, a ride-along literal, or a whole copy span spliced by parallel
@@ -30,13 +32,14 @@ class ForwardLog:
 class KVRunner:
     """Owns a DynamicCache over one sequence and feeds token ids through the model."""
 
-    def __init__(self, model, *, cancel: threading.Event | None = None):
+    def __init__(self, model, *, cancel: threading.Event | None = None, observers=()):
         from transformers import DynamicCache
 
         self.model = model
         self.device = next(model.parameters()).device
         self.cache = DynamicCache()
         self.cancel = cancel
+        self.observers = observers  # ForwardObserver callbacks (engine.backends.base), called after each forward
         self.log = ForwardLog()
         self.ids: list[int] = []
 
@@ -67,7 +70,12 @@ class KVRunner:
         self.log.forwards += 1
         self.log.tokens_fed += len(ids)
         self.log.sizes.append(len(ids))
-        self.log.seconds += time.perf_counter() - start
+        if self.observers and self.device.type == "cuda":
+            torch.cuda.synchronize()  # observers time the device work, not the launch
+        elapsed = time.perf_counter() - start
+        self.log.seconds += elapsed
+        for observe in self.observers:
+            observe(ids, elapsed * 1000.0)
         return logits
 
     def crop(self, length: int) -> None:

@@ -20,7 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -36,7 +36,7 @@ Progress = Callable[[str], None]
 
 @dataclass
 class LoadedModel:
-    """A causal LM ready for decoding, with the tokenizer and where/how it runs."""
+    """A causal LM ready for decoding, with the tokenizer and where/how it runs: the in-process HF backend."""
 
     model: Any
     tokenizer: Any
@@ -45,6 +45,13 @@ class LoadedModel:
     spec: str
     context_length: int
     prompt_profile: str = "teach"   # engine.prompt profile the weights expect (engine.backends.adapters)
+    observers: list = field(default_factory=list, repr=False)  # ForwardObserver callbacks (engine.backends.base)
+
+    def session(self, *, cancel=None):
+        """A fresh KV session over this model (implements ``engine.backends.base.Backend``)."""
+        from engine.backends.kv import KVRunner
+
+        return KVRunner(self.model, cancel=cancel, observers=self.observers)
 
 
 # --------------------------------------------------------------------------- spec resolution

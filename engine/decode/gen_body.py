@@ -4,7 +4,8 @@
 (``out``, ``pending``, ``ready``, ``runner``, ``fsm``, ``stats``) and its forwards (``_feed``,
 ``_commit``, ``_rewind``). One round = at most one forward: the drafter's draft (or the rest of a
 partly written ``</gen>``) is verified by greedy choice, the longest matching prefix plus the
-model's own next token is committed. ``</gen>`` plus the guessed next op header are drafted
+model's own next token is committed (``engine.decode.verify.accept_prefix``, the rule every verify
+forward uses). ``</gen>`` plus the guessed next op header are drafted
 together in ONE forward when the body ends in a newline or a prefix of ``</gen>``. End of gen per
 ``engine.decode.gen_end``; EOS closes the gen and the program; a gen repeating itself
 (``engine.decode.repetition``) is stopped and reported truncated.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from engine.decode.gen_end import decode, find_gen_end
 from engine.decode.repetition import repeating_unit
+from engine.decode.verify import accept_prefix
 
 
 class GenBodies:
@@ -105,15 +107,15 @@ class GenBodies:
         self.stats.draft_tokens += len(rest)
         rows = list(logits)
         pos0 = len(self.out)
-        for i, want in enumerate(rest):
-            tok = self.chooser.choose(rows[i], None, pos0 + i)
-            if tok != want:
-                self.runner.crop(base + npend + i)
-                self.stats.draft_accepted += i
-                self._commit(rest[:i], "decoded", fed=True)
-                self._commit([tok], "decoded")
-                self._rows = (pos0, rows[:i + 1])
-                return self._detect(start, pos0, rest[:i] + [tok])
+        kept, tok = accept_prefix(rows, rest, lambda i, row: self.chooser.choose(row, None, pos0 + i), bonus=False)
+        if tok is not None:  # the model left the close draft at row i
+            i = len(kept)
+            self.runner.crop(base + npend + i)
+            self.stats.draft_accepted += i
+            self._commit(rest[:i], "decoded", fed=True)
+            self._commit([tok], "decoded")
+            self._rows = (pos0, rows[:i + 1])
+            return self._detect(start, pos0, rest[:i] + [tok])
         self.stats.draft_accepted += len(rest)
         self._commit(rest, "decoded", fed=True)
         end = find_gen_end(self.tok, self.out[start:], self.table.gen_close)
@@ -166,15 +168,8 @@ class GenBodies:
             rows, accepted, i = list(logits), [], 0
         pos0 = len(self.out)  # rows[i] predicts output position pos0 + i
         self._rows = (pos0, rows)
-        bonus = None
-        while i <= len(draft):
-            tok = self.chooser.choose(rows[i], None, pos0 + i)
-            if i < len(draft) and tok == draft[i]:
-                accepted.append(tok)
-                i += 1
-                continue
-            bonus = tok
-            break
+        more, bonus = accept_prefix(rows, draft, lambda k, row: self.chooser.choose(row, None, pos0 + k), start=i)
+        accepted += more
         self.runner.crop(base + npend + len(accepted))
         if self.strategy is not None and draft:
             self.strategy.update(len(accepted))

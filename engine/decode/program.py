@@ -6,8 +6,8 @@ Public entry::
                    monotonic=False, speculative_headers=True, ride_along=True, gen_strategy=None,
                    forced=None, cancel=None, progress=None, mode="clipped") -> DecodeResult
 
-``loaded`` is an ``engine.backends.model.LoadedModel`` (``model``, ``tokenizer``, ``context_length``).
-Every forward goes through ``engine.backends.kv.KVRunner`` (one ``feed`` = one forward).
+``loaded`` is a backend (``engine.backends.base.Backend``; in process: ``engine.backends.model.LoadedModel``).
+Every forward goes through the backend's session (``engine.backends.base.Session``: one ``feed`` = one forward).
 
 Forward schedule (what the speed is won on):
 
@@ -45,7 +45,6 @@ from typing import Callable
 
 import torch
 
-from engine.backends.kv import KVRunner
 from engine.decode.choosers import Chooser
 from engine.decode.gen_body import GenBodies
 from engine.decode.gen_end import decode
@@ -83,7 +82,7 @@ class ProgramDecoder(GenBodies):
         self.strategy = gen_strategy
         self.progress = progress
         self.fsm = ProgramFSM(self.table, self.view, token_level=token_level, monotonic=monotonic)
-        self.runner = KVRunner(loaded.model, cancel=cancel)
+        self.runner = loaded.session(cancel=cancel)  # engine.backends.base.Session
         target, starts = None, None
         if forced is not None:
             target, starts = [], []

@@ -24,7 +24,6 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.backends.kv import KVRunner
 from engine.decode.generate import GenerationStats, generate
 from engine.drafters import make_proposer
 from engine.errors import ContextOverflowError, UnknownStrategyError
@@ -128,7 +127,7 @@ def regenerate(
         target = tok.encode(forced + framing.end_marker, add_special_tokens=False)
         max_new_tokens = max(max_new_tokens, len(target) + 1)
 
-    runner = KVRunner(loaded.model, cancel=cancel)  # raises EditCancelled before a forward once cancelled
+    runner = loaded.session(cancel=cancel)  # raises EditCancelled before a forward once cancelled
     gen = generate(
         runner,
         list(prompt_ids),

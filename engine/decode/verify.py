@@ -1,11 +1,14 @@
 """The lossless greedy verifier: ONE forward over pending ids + a draft, keep the greedy prefix.
 
     verify_greedy(runner, pending_ids, draft, *, mask=None, choose=None) -> Verification
+    accept_prefix(rows, draft, pick, *, start=0, bonus=True) -> (accepted, bonus)   # the rule alone
 
 `pending_ids` are committed tokens whose KV entries are not in the cache yet (at least the last
 committed token: its logits predict the next one). They ride along in the verify forward. Every
 kept token equals greedy decoding's choice, so a draft changes the number of forwards, never the
-output. Drafters: ``engine.drafters``; choosers: ``engine.decode.choosers``.
+output. ``accept_prefix`` is the acceptance rule alone, shared with the program decoder's gen bodies
+(``engine.decode.gen_body``), whose rows may come from a forward that also carried other ids.
+Drafters: ``engine.drafters``; choosers: ``engine.decode.choosers``.
 """
 from __future__ import annotations
 
@@ -37,6 +40,28 @@ class Verification:
         return self.accepted + [self.bonus]
 
 
+def accept_prefix(rows, draft: list[int], pick: Callable[[int, "torch.Tensor"], int], *, start: int = 0,
+                  bonus: bool = True) -> tuple[list[int], int | None]:
+    """THE acceptance rule of every verify forward: keep the draft while it equals the model's choices.
+
+    ``rows[i]`` predicts the token after ``draft[:i]``; ``pick(i, rows[i])`` is the token the loop
+    would commit there (greedy, masked or forced). Returns ``(accepted, bonus)``: the draft tokens
+    ``draft[start:k]`` that equal the choices, and the choice at the first rejected row ``k`` (or
+    after the whole draft). With ``bonus=False`` a fully accepted draft returns ``None`` as bonus and
+    the row after the draft is not looked at (the caller verifies what follows another way).
+    """
+    accepted: list[int] = []
+    for i in range(start, len(draft) + 1):
+        if i == len(draft) and not bonus:
+            return accepted, None
+        token = pick(i, rows[i])
+        if i < len(draft) and token == draft[i]:
+            accepted.append(token)
+            continue
+        return accepted, token
+    raise AssertionError("unreachable: the loop returns at the first rejected row or after the draft")
+
+
 def verify_greedy(
     runner,
     pending_ids: list[int],
@@ -57,18 +82,12 @@ def verify_greedy(
         raise ValueError("verify_greedy needs at least one pending id (the last committed token)")
     base = runner.length
     logits = runner.feed(list(pending_ids) + list(draft), keep=len(draft) + 1)
-    accepted: list[int] = []
-    bonus = -1
-    for i in range(len(draft) + 1):
-        prefix = draft[:i]
+
+    def pick(i: int, row) -> int:
         if choose is not None:
-            token = int(choose(i, logits[i], prefix))
-        else:
-            token = greedy_choice(logits[i], mask(prefix) if mask is not None else None)
-        if i < len(draft) and token == draft[i]:
-            accepted.append(token)
-            continue
-        bonus = token
-        break
+            return int(choose(i, row, draft[:i]))
+        return greedy_choice(row, mask(draft[:i]) if mask is not None else None)
+
+    accepted, bonus = accept_prefix(logits, draft, pick)
     runner.crop(base + len(pending_ids) + len(accepted))
     return Verification(accepted=accepted, bonus=bonus, drafted=len(draft))

@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-import engine.decode.program as decoder_mod
 from evaluation.corpus import load_pairs
 from engine.decode.program import decode_program
 from engine.program.grammar import CopyLines
@@ -51,19 +50,22 @@ def test_splice_equals_autoregressive_tiny(tiny_model):
     torch.testing.assert_close(after_one, after_steps, rtol=0, atol=1e-4)
 
 
-class _SpyRunner(KVRunner):
-    feeds: list[list[int]] = []
+class _Spy:
+    """A forward observer (engine.backends.base): the ids of every forward the backend runs."""
 
-    def feed(self, ids, keep=1):
-        type(self).feeds.append(list(ids))
-        return super().feed(ids, keep)
+    def __init__(self):
+        self.feeds: list[list[int]] = []
+
+    def __call__(self, ids, ms):
+        self.feeds.append(list(ids))
 
 
 @pytest.fixture
-def spy(monkeypatch):
-    _SpyRunner.feeds = []
-    monkeypatch.setattr(decoder_mod, "KVRunner", _SpyRunner)
-    return _SpyRunner
+def spy(tiny_model):
+    observer = _Spy()
+    tiny_model.observers.append(observer)
+    yield observer
+    tiny_model.observers.remove(observer)
 
 
 def _contains(seq, sub):

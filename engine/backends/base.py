@@ -1,0 +1,53 @@
+"""The backend interface: what a decoder needs from a model, and nothing more.
+
+A ``Backend`` (the in-process Hugging Face model, ``engine.backends.model.LoadedModel``; a remote
+serving engine could implement the same) provides the tokenizer, the context length, the prompt
+profile its weights expect, and fresh KV ``Session``s. A ``Session`` is one sequence in the KV
+cache: ``feed`` runs exactly ONE forward over the given ids on top of the cache and returns the
+logits of the last ``keep`` positions; ``crop`` rolls the cache back (a rejected draft, an
+end-of-gen overshoot). ``feed`` raises ``engine.errors.EditCancelled`` before the forward once the
+session's cancel event is set. Decoders (``engine.decode``) only ever talk to a ``Session``.
+
+Observing forwards (benchmarks, tests): append a ``ForwardObserver`` to ``backend.observers``; every
+session calls it after each forward with the ids fed and the forward's wall time in ms (device
+work finished), instead of anyone patching the session class.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Protocol, runtime_checkable
+
+# observer(ids fed in this forward, wall ms of the forward)
+ForwardObserver = Callable[[list, float], None]
+
+
+@runtime_checkable
+class Session(Protocol):
+    """One sequence's KV cache on a backend."""
+
+    ids: list[int]          # the token ids in the cache, in order
+
+    @property
+    def length(self) -> int: ...
+
+    def feed(self, ids: list[int], keep: int = 1) -> Any:
+        """ONE forward over ``ids``; float logits of the last ``keep`` positions, shape [keep, vocab]."""
+        ...
+
+    def crop(self, length: int) -> None:
+        """Drop cached tokens past ``length`` (no forward)."""
+        ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A model the engine can decode with."""
+
+    tokenizer: Any
+    context_length: int
+    prompt_profile: str
+    observers: list
+
+    def session(self, *, cancel: threading.Event | None = None) -> Session:
+        """A fresh, empty KV session (one edit's decode)."""
+        ...
