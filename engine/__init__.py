@@ -1,4 +1,6 @@
-"""Copy-as-Decode engine: grammar, resolver, oracle, model loading, FSM-constrained decoding.
+"""Copy-as-Decode engine: edit programs decoded under a grammar over a model backend.
 
-The engine knows nothing about LSP. Front ends import `engine.api` only.
+Layers (docs/ARCHITECTURE.md): errors → program/ (torch-free) · strategies · backends/ → types ·
+prompt → guide/ · drafters/ → decode/ → edit → api. The engine knows nothing about LSP; front ends
+import `engine.api` (and the torch-free `engine.program`).
 """
