@@ -13,6 +13,7 @@ caller's cancel event was set, and it reaches the caller unchanged.
       InvalidRangeError              (also ValueError) a bad 1-based inclusive line range
       ProgramResolveError            the decoded program does not resolve (strict mode)
     ModelLoadError (RuntimeError)    the model could not be located or loaded
+    AdapterError (ValueError)        an adapter directory that is missing, incomplete or for another base
     TokenTableError (ValueError)     a tokenizer cannot express the grammar
     ProgramParseError (ValueError)   a malformed program text
     ResolveError (ValueError)        an op that does not resolve against the document
@@ -65,6 +66,10 @@ class ProgramResolveError(EngineError):
 
 class ModelLoadError(RuntimeError):
     """The model could not be located or loaded; the message says how to fix it."""
+
+
+class AdapterError(ValueError):
+    """An adapter directory is missing, incomplete or made for another base; the message says what to do."""
 
 
 class TokenTableError(ValueError):

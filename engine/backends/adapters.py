@@ -25,14 +25,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.errors import AdapterError
+
 PROFILE_FILE = "cad_profile.json"
 ADAPTER_CONFIG = "adapter_config.json"
 SHIPPED_ADAPTER = Path(__file__).resolve().parent.parent / "weights" / "smollm2-135m-cad"
 UNTRAINED_PROFILE = "teach"
-
-
-class AdapterError(ValueError):
-    """An adapter directory is missing, incomplete or made for another base; the message says what to do."""
 
 
 @dataclass(frozen=True)
