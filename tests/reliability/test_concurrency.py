@@ -14,7 +14,7 @@ import time
 
 from tests.lsp.raw_client import RawClient
 
-from .load import DOC, burst
+from .load import DOC, burst, rss_kib
 
 STEP_ENV = {"FAKE_STEPS": "6", "FAKE_STEP_S": "0.01"}
 
@@ -94,5 +94,29 @@ def test_burst_of_concurrent_edits_all_answered_with_bounded_latency(tmp_path):
         assert b.pct(0.95) < 30_000
         # queued in order: the last request waits for the others' decodes (6 × 10 ms each)
         assert max(b.latencies_ms) >= 0.5 * b.n * 60
+    finally:
+        client.close()
+
+
+def test_server_memory_does_not_grow_with_repeated_edits(tmp_path):
+    """pygls kept every executeCommand step's task and result (~3 KB per edit) until cad_lsp.protocol
+    dropped them: 6,000 edits grew the server by ~18 MB; now the growth stays within noise."""
+    client = RawClient()
+    try:
+        client.initialize(tmp_path / "m")
+        uri = (tmp_path / "m" / "a.py").as_uri()
+        client.open(uri, DOC)
+        for _ in range(100):  # warm-up: imports, caches, allocator arenas
+            burst(client, uri, 10, instruction="edit")
+        with client._cond:
+            del client.messages[:-100], client.received_at[:-100]
+        before = rss_kib(client.proc.pid)
+        for _ in range(600):
+            burst(client, uri, 10, instruction="edit")
+            with client._cond:
+                del client.messages[:-100], client.received_at[:-100]
+        growth = rss_kib(client.proc.pid) - before
+        print(f"\n6,000 edits: server RSS grew {growth} KiB")
+        assert growth < 6 * 1024, f"server RSS grew {growth} KiB over 6,000 edits"
     finally:
         client.close()
