@@ -15,7 +15,8 @@ plus the held-out part of HumanEvalPack-Fix) and record per case:
 * ``failure``: for a wrong result, one class of a small taxonomy (``truncated``, ``looping``,
   ``no-op`` (changed nothing although a change was asked), ``wrong-lines`` (the right lines were
   copied, the generated text is wrong), ``wrong-span`` (copied or dropped the wrong lines),
-  ``changed-noop`` (changed something on a no-op request), ``error``);
+  ``changed-noop`` (changed something on a no-op request), ``wrong-text`` (regeneration: the
+  document came back changed, but not as asked), ``error``);
 * tokens decoded, forwards and seconds per edit.
 
 Cases are written to ``--out``'s ``.jsonl`` as they finish, so an interrupted run resumes (rerun
@@ -89,8 +90,10 @@ def classify(case, text: str | None, program, stats, warnings: list[str]) -> str
         return "changed-noop"
     if text == case.document:
         return "no-op"
-    oracle = {(op.start, op.end) for op in line_program(case.document, case.gold) if isinstance(op, CopyLines)}
     got = {(op.start, op.end) for op in program if isinstance(op, CopyLines)}
+    if not got and len(program) == 1:   # regeneration: one gen holding the whole new document
+        return "wrong-text"
+    oracle = {(op.start, op.end) for op in line_program(case.document, case.gold) if isinstance(op, CopyLines)}
     return "wrong-lines" if got == oracle else "wrong-span"
 
 
@@ -170,7 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/selector"), help="output path prefix")
+    p.add_argument("--report-only", action="store_true", help="rewrite the summary from --out's .jsonl files")
     args = p.parse_args(argv)
+    if args.report_only:
+        return report(args, [json.loads(x) for f in args.out.parent.glob(args.out.name + "*.jsonl")
+                             for x in f.read_text().splitlines() if x.strip()])
 
     from engine.api import EditEngine
 
@@ -201,10 +208,19 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"[selector {len(rows)}/{total}] {model} {row['strategy']} {case.family}/{case.kind} "
                           f"{case.lang} {row['lines']} lines: {'EM' if row['em'] else row.get('failure')} "
                           f"{row['seconds']:.1f}s", file=sys.stderr, flush=True)
+    return report(args, rows)
+
+
+def report(args, rows: list[dict]) -> int:
+    """Summary JSON, markdown table and SVG plot beside ``--out`` (regeneration rows whose failure was
+    recorded as a copy-span class are re-labelled ``wrong-text``: they have no copies)."""
+    for r in rows:
+        if r["strategy"] in ("regen", "spec-edit") and r.get("failure") in ("wrong-span", "wrong-lines"):
+            r["failure"] = "wrong-text"
     table = summarize(rows)
-    report = {"benchmark": "selector", "environment": environment(), "args": {k: str(v) for k, v in vars(args).items()},
-              "summary": table, "cases": len(cases)}
-    args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    out = {"benchmark": "selector", "environment": environment(), "args": {k: str(v) for k, v in vars(args).items()},
+           "summary": table, "rows": len(rows)}
+    args.out.with_suffix(".json").write_text(json.dumps(out, indent=2) + "\n")
     md = markdown_table(table)
     args.out.with_suffix(".md").write_text(md + "\n")
     write_svg(table, args.out.with_suffix(".svg"))
