@@ -91,8 +91,13 @@ def _build_request(ls: Any, args: EditArgs, text: str) -> EditRequest:
     line_range = None
     if args.range is not None:
         line_range = range_to_line_range(text, args.range, ls.position_encoding)
+    strategy = args.strategy or settings.strategy
+    try:  # a bad "strategy" argument is invalid params, whichever engine runs (found by the protocol fuzz)
+        get_strategy(strategy)
+    except EngineError as exc:
+        raise CommandArgumentError(f"strategy: {exc}") from None
     return EditRequest(document=text, instruction=args.instruction.strip(),
-                       strategy=args.strategy or settings.strategy, line_range=line_range,
+                       strategy=strategy, line_range=line_range,
                        max_new_tokens=args.max_new_tokens or settings.max_new_tokens,
                        mode=settings.resolver_mode)
 
