@@ -49,7 +49,9 @@ def test_line_endings_apply_style_to_new_lines():
     text, style = decode(b"a\r\nb")
     assert encode(text + "\nc\n", style) == b"a\r\nb\r\nc"    # CRLF added, no final newline kept
     with pytest.raises(NotTextError, match="not UTF-8"):
-        decode(b"\xff\xfe\x00", where="x.bin")
+        decode(b"\xff\xfe", where="x.bin")
+    with pytest.raises(NotTextError, match="binary file"):
+        decode(b"ok\x00\xff", where="x.bin")        # a NUL marks binary, whatever else is wrong
 
 
 def test_journal_chain_covers_several_jobs_on_one_file(tmp_path):
