@@ -222,7 +222,10 @@ def report(args, rows: list[dict]) -> int:
            "summary": table, "rows": len(rows)}
     args.out.with_suffix(".json").write_text(json.dumps(out, indent=2) + "\n")
     md = markdown_table(table)
-    args.out.with_suffix(".md").write_text(md + "\n")
+    caption = (f"Held-out free runs (`python -m benchmarks.selector`), {len(rows)} decodes, measured "
+               f"{out['environment']['time_utc']} on {out['environment']['machine']} CPU. n differs per row "
+               "when a run was cut short: read each row with its n.\n\n")
+    args.out.with_suffix(".md").write_text(caption + md + "\n")
     write_svg(table, args.out.with_suffix(".svg"))
     print(md)
     return 0
