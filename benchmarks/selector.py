@@ -61,12 +61,18 @@ def pick_cases(data: Path, split: str, per_family: int, seed: int, max_lines: in
     return chosen
 
 
-def span_accuracy(document: str, gold: str, program) -> tuple[float, float] | None:
-    """Share of the oracle's copy spans whose start / end the predicted program also has."""
+def oracle_copies(case) -> list:
+    """The copy ops of the oracle program of a case (computed once per case)."""
     from engine.program.grammar import CopyLines
     from engine.program.oracle import line_program
 
-    oracle = [op for op in line_program(document, gold) if isinstance(op, CopyLines)]
+    return [op for op in line_program(case.document, case.gold) if isinstance(op, CopyLines)]
+
+
+def span_accuracy(oracle: list, program) -> tuple[float, float] | None:
+    """Share of the oracle's copy spans whose start / end the predicted program also has."""
+    from engine.program.grammar import CopyLines
+
     if not oracle:
         return None
     got = [op for op in program if isinstance(op, CopyLines)]
@@ -75,10 +81,9 @@ def span_accuracy(document: str, gold: str, program) -> tuple[float, float] | No
             sum(op.end in ends for op in oracle) / len(oracle))
 
 
-def classify(case, text: str | None, program, stats, warnings: list[str]) -> str | None:
+def classify(case, oracle: list, text: str | None, program, stats, warnings: list[str]) -> str | None:
     """The failure class of a wrong result (None when the result is exact)."""
     from engine.program.grammar import CopyLines
-    from engine.program.oracle import line_program
 
     if text is None:
         return "error"
@@ -93,8 +98,7 @@ def classify(case, text: str | None, program, stats, warnings: list[str]) -> str
     got = {(op.start, op.end) for op in program if isinstance(op, CopyLines)}
     if not got and len(program) == 1:   # regeneration: one gen holding the whole new document
         return "wrong-text"
-    oracle = {(op.start, op.end) for op in line_program(case.document, case.gold) if isinstance(op, CopyLines)}
-    return "wrong-lines" if got == oracle else "wrong-span"
+    return "wrong-lines" if got == {(op.start, op.end) for op in oracle} else "wrong-span"
 
 
 def heval_tests() -> dict:
@@ -119,12 +123,13 @@ def run_case(engine, case, strategy: str, tests: dict) -> dict:
         return row
     stats = result.stats
     completed = not stats.truncated
+    oracle = oracle_copies(case)
     row.update(completed=completed, applied=completed, em=result.text == case.gold,
                seconds=round(time.perf_counter() - start, 3), decoded_tokens=stats.decoded_tokens,
                forwards=stats.forwards, ops=stats.ops,
-               failure=classify(case, result.text, result.program, stats, result.warnings))
+               failure=classify(case, oracle, result.text, result.program, stats, result.warnings))
     if strategy == "cad":
-        spans = span_accuracy(case.document, case.gold, result.program)
+        spans = span_accuracy(oracle, result.program)
         if spans is not None:
             row["span_start"], row["span_end"] = spans
     if case.family == "heval" and case.case_id in tests:
@@ -212,11 +217,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(args, rows: list[dict]) -> int:
-    """Summary JSON, markdown table and SVG plot beside ``--out`` (regeneration rows whose failure was
-    recorded as a copy-span class are re-labelled ``wrong-text``: they have no copies)."""
-    for r in rows:
-        if r["strategy"] in ("regen", "spec-edit") and r.get("failure") in ("wrong-span", "wrong-lines"):
-            r["failure"] = "wrong-text"
+    """Summary JSON, markdown table and SVG plot beside ``--out``."""
     table = summarize(rows)
     out = {"benchmark": "selector", "environment": environment(), "args": {k: str(v) for k, v in vars(args).items()},
            "summary": table, "rows": len(rows)}
