@@ -12,6 +12,9 @@ never finds the next one. Here:
 * a frame larger than :data:`MAX_FRAME_BYTES` is never held in memory: its bytes are discarded
   as they arrive (or until a new header shows the claimed length was a lie) and it is reported
   with the request id when its first bytes name one, so the client can get an error back;
+* a body that is shorter than its ``Content-Length`` and followed by the next frame's header
+  (a real header line, which no valid JSON body contains) ends there at once, instead of
+  swallowing the next frames and then waiting for bytes the client will never send;
 * a body that is shorter than its ``Content-Length`` and then stalls is recognised when what
   arrived is already one complete JSON object (after :data:`BODY_STALL_S`), instead of waiting
   forever for bytes the client will never send.
@@ -35,6 +38,9 @@ MAX_FRAME_BYTES = 256 * 1024 * 1024  # a 10 MB document is ~11 MB of JSON; 256 M
 MAX_HEADER_BYTES = 8192
 BODY_STALL_S = 2.0
 _HEADER = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+# A header line with its real line break: never inside a valid JSON body (JSON strings cannot hold
+# a raw newline, and the name is not a JSON token), so it marks where a broken body ends.
+_HEADER_LINE = re.compile(rb"content-length[ \t]*:[ \t]*\d+[ \t]*\r?\n", re.IGNORECASE)
 _LEADING_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 
 
@@ -139,6 +145,9 @@ class FrameReader:
 
     async def _body(self, size: int) -> Frame:
         while len(self._buffer) < size:
+            cut = _HEADER_LINE.search(self._buffer)
+            if cut is not None:  # a shorter body than claimed, and the next frame already began
+                return self._cut_body(size, cut.start())
             timeout = self.stall if self._buffer and _complete_json(self._buffer) else None
             if not await self._fill(timeout):
                 if self._eof and not self._buffer:
@@ -165,6 +174,19 @@ class FrameReader:
                 log.warning("framing: Content-Length %d was larger than the message (%d bytes); "
                             "resynchronised after it", size, end)
         return Frame(body=body)
+
+    def _cut_body(self, size: int, end: int) -> Frame:
+        """The claimed body ends early at a new frame's header: hand the head on, keep the rest."""
+        head = bytes(self._buffer[:end])
+        del self._buffer[:end]
+        if _complete_json(head):
+            log.warning("framing: Content-Length said %d bytes but the message ended after %d and a new "
+                        "message began; handling it", size, end)
+            return Frame(body=head)
+        found = _LEADING_ID.match(head)
+        return Frame(error=f"Content-Length said {size} bytes but a new message began after {end} bytes; "
+                           "the broken message was skipped",
+                     request_id=json.loads(found.group(1)) if found else None)
 
     async def _discard(self, size: int, prefix: str) -> Frame:
         """Drop an oversized frame without holding it; stop early at a new header."""

@@ -154,6 +154,9 @@ class CadProtocol(DocumentSyncMixin, LanguageServerProtocol):
 
     # -- cancellation ---------------------------------------------------------------------------
     def _handle_cancel_notification(self, msg_id: Any) -> None:
+        if not _is_id(msg_id):  # lsprotocol lets any JSON through here; a dict would raise in pygls
+            log.warning("$/cancelRequest ignored: its id %.80r is not an integer or a string", msg_id)
+            return
         if msg_id in self.applying:
             log.info("$/cancelRequest for %r ignored: its workspace/applyEdit was already sent; the "
                      "result will say whether the client applied it", msg_id)
@@ -162,6 +165,14 @@ class CadProtocol(DocumentSyncMixin, LanguageServerProtocol):
         cancel = getattr(self._server, "cancel_request", None)
         if cancel is not None:
             cancel(msg_id)
+
+    @lsp_method(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def lsp_work_done_progress_cancel(self, params: types.WorkDoneProgressCancelParams):
+        if not _is_id(params.token):
+            log.warning("window/workDoneProgress/cancel ignored: its token %.80r is not an integer or a string",
+                        params.token)
+            return None
+        return (yield from super().lsp_work_done_progress_cancel(params))
 
     # -- server → client requests with a deadline -----------------------------------------------
     async def request(self, method: str, params: Any, timeout: float) -> Any:
@@ -181,3 +192,7 @@ class CadProtocol(DocumentSyncMixin, LanguageServerProtocol):
         COMMAND_PARAMS.set(params)
         return (yield from super().lsp_workspace__execute_command(params))
 
+
+def _is_id(value: Any) -> bool:
+    """A JSON-RPC id or progress token: an integer (not a boolean) or a string."""
+    return isinstance(value, str) or isinstance(value, int) and not isinstance(value, bool)

@@ -262,8 +262,14 @@ def test_framing_errors_are_logged_and_the_stream_resynchronises(client):
     assert "result" in client.response("long") and "result" in client.response("after-long")
     client.send_raw(_frame({"id": "stalled", **ping}, delta=+40))  # the rest never comes
     assert "result" in client.response("stalled", timeout=10)
+    # A frame cut in half, then a whole one, then silence: the claimed length would swallow the
+    # whole frame and wait forever for bytes that never come (the protocol-fuzz hang).
+    cut = _frame({"id": "cut", **{**ping, "params": {**ping["params"], "pad": "x" * 400}}})
+    client.send_raw(cut[: len(cut) // 2] + _frame({"id": "after-cut", **ping}))
+    assert "result" in client.response("after-cut", timeout=10)
     logs = [m["params"]["message"] for m in client.messages if m.get("method") == "window/logMessage"]
     assert any("Content-Length b'abc' is not a number" in m for m in logs), logs
+    assert any("a new message began" in m for m in logs), logs
     assert any("no Content-Length header" in m for m in logs), logs
 
 
@@ -345,3 +351,13 @@ def test_cancel_while_apply_edit_is_pending_reports_what_the_client_did(client, 
     client.send({"id": pending["id"], "result": {"applied": True}})
     reply = client.response(edit, timeout=10)
     assert "result" in reply and reply["result"]["applied"] is True, reply
+
+
+def test_cancel_with_an_object_id_or_token_is_ignored_not_an_error(client):
+    """lsprotocol structures any JSON into these fields; a dict used to raise "unhashable" in pygls."""
+    for method, params in (("$/cancelRequest", {"id": {"a": 1}}), ("$/cancelRequest", {"id": [1]}),
+                           ("window/workDoneProgress/cancel", {"token": {"a": 1}})):
+        client.notify(method, params)
+    assert "result" in client.call("workspace/executeCommand", {"command": "cad.cancelAll", "arguments": []})
+    assert "unhashable" not in client.stderr() and "FeatureNotificationError" not in client.stderr()
+    assert "is not an integer or a string" in client.stderr()
