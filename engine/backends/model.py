@@ -46,12 +46,13 @@ class LoadedModel:
     context_length: int
     prompt_profile: str = "teach"   # engine.prompt profile the weights expect (engine.backends.adapters)
     observers: list = field(default_factory=list, repr=False)  # ForwardObserver callbacks (engine.backends.base)
+    prefix_cache: Any = field(default=None, repr=False)  # engine.backends.prefix_cache.PrefixCache, or None (off)
 
     def session(self, *, cancel=None):
         """A fresh KV session over this model (implements ``engine.backends.base.Backend``)."""
         from engine.backends.kv import KVRunner
 
-        return KVRunner(self.model, cancel=cancel, observers=self.observers)
+        return KVRunner(self.model, cancel=cancel, observers=self.observers, prefix_cache=self.prefix_cache)
 
 
 # --------------------------------------------------------------------------- spec resolution
