@@ -24,6 +24,7 @@ from engine.errors import (
     UnknownStrategyError,
 )
 from engine.program.scope import check_range
+from engine.remote.spec import is_remote_spec
 from engine.strategies import STRATEGIES, get_strategy
 from engine.types import MODES, EditRequest, EditResult, EditStats, Progress
 
@@ -90,7 +91,10 @@ class EditEngine:
         with self._load_lock:
             if self._loaded is not None:
                 return
-            from engine.backends.model import load_model  # imports torch
+            if is_remote_spec(self._spec):  # a URL: edit through a serving engine (engine.remote)
+                from engine.remote.backend import connect as load_model
+            else:
+                from engine.backends.model import load_model  # imports torch
 
             self._status(f"loading model {self._spec} ...")
             loaded = load_model(self._spec, self._device, progress=self._on_status)
@@ -109,7 +113,8 @@ class EditEngine:
         self.load()
         with self._edit_lock:
             start = time.perf_counter()
-            result = run_edit(self._loaded, request, rng, cancel=cancel, progress=progress,
+            runner = getattr(self._loaded, "edit_runner", run_edit)  # engine.remote.edit for a URL spec
+            result = runner(self._loaded, request, rng, cancel=cancel, progress=progress,
                               window=self._window, probe=self._probe, gen_proposer=self._gen_proposer)
             result.stats.wall_ms = (time.perf_counter() - start) * 1000.0
             return result

@@ -1,0 +1,55 @@
+"""``RemoteBackend``: what ``engine.api.EditEngine`` holds for a URL model spec instead of a LoadedModel.
+
+``connect(spec)`` parses the spec (``engine.remote.spec``), finds the served model and its
+context length (``engine.remote.client.Server.connect``), loads the local tokenizer, checks that
+the server's tokenizer agrees and that it enforces grammars (``GrammarUnsupportedError`` otherwise),
+and returns the backend. ``edit_runner`` is the remote ``run_edit`` (``engine.remote.edit``), which
+``EditEngine`` calls instead of ``engine.edit.run_edit``. It has no KV ``session``: a serving engine
+gives no logits, so decoding is prompt-level (one request per op), not a ``Session`` of forwards.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from engine.remote.client import Server
+from engine.remote.edit import run_remote_edit
+from engine.remote.spec import parse_remote_spec
+
+
+@dataclass
+class RemoteBackend:
+    spec: str
+    server: Server
+    tokenizer: object
+    prompt_profile: str
+    observers: list = field(default_factory=list)
+    device: str = "remote"
+    dtype: str = "server"
+    edit_runner = staticmethod(run_remote_edit)
+
+    @property
+    def context_length(self) -> int:
+        return self.server.context_length
+
+    def session(self, *, cancel=None):
+        raise NotImplementedError("a remote backend has no KV session: it decodes one request per op "
+                                  "(engine.remote.cad)")
+
+
+def connect(spec: str, device: str = "auto", *, progress: Callable[[str], None] | None = None,
+            check: bool = True) -> RemoteBackend:
+    """Connect to the server a URL spec names (``device`` is ignored: the server decides)."""
+    from engine.backends.model import load_tokenizer
+
+    parsed = parse_remote_spec(spec)
+    server = Server.connect(parsed)
+    tokenizer = load_tokenizer(parsed.tokenizer)
+    if check:
+        server.check_tokenizer(tokenizer)
+        server.check_grammar(tokenizer)
+    if progress is not None:
+        progress(f"remote model {server.model!r} on {parsed.base_url} ({server.dialect}, "
+                 f"context {server.context_length})")
+    return RemoteBackend(spec=spec, server=server, tokenizer=tokenizer,
+                         prompt_profile=parsed.profile_for(server.model))
