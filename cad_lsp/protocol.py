@@ -37,6 +37,7 @@ from pygls.protocol.json_rpc import RPCRequest
 from pygls.protocol.language_server import lsp_method
 
 from .document_sync import DocumentSyncMixin
+from .errors import CommandArgumentError, CommandRefusedError, EngineCommandError
 
 __all__ = ["CadProtocol", "COMMAND_PARAMS", "ClientTimeoutError", "NOT_INITIALIZED", "INVALID_REQUEST"]
 
@@ -74,6 +75,18 @@ class CadProtocol(DocumentSyncMixin, LanguageServerProtocol):
             log.warning("unreadable response to unknown request %r: %s", msg_id, reason)
             return
         future.set_exception(JsonRpcException(message=reason, code=-32603))
+
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        """Errors that answer the client (bad arguments, a refused command, an engine error that says
+        what to do) are sent as they are and logged on one line; pygls logged each with a traceback
+        and again as a server error, which filled the editor's log with noise for a typo."""
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, (CommandArgumentError, CommandRefusedError, EngineCommandError)):
+            self._request_futures.pop(msg_id, None)
+            log.warning("request %r answered with error %s: %s", msg_id, error.code, error.message)
+            self._send_response(msg_id, error=error.to_response_error())
+            return
+        super()._send_handler_result(future, msg_id=msg_id)
 
     # -- life cycle -----------------------------------------------------------------------------
     def handle_message(self, message: Any) -> None:

@@ -361,3 +361,12 @@ def test_cancel_with_an_object_id_or_token_is_ignored_not_an_error(client):
     assert "result" in client.call("workspace/executeCommand", {"command": "cad.cancelAll", "arguments": []})
     assert "unhashable" not in client.stderr() and "FeatureNotificationError" not in client.stderr()
     assert "is not an integer or a string" in client.stderr()
+
+
+def test_a_request_error_is_logged_on_one_line_without_a_traceback(client, tmp_path):
+    missing = (tmp_path / "missing.py").as_uri()
+    reply = client.call("workspace/executeCommand", {"command": "cad.applyEdit",
+                                                     "arguments": [{"uri": missing, "instruction": "fix"}]})
+    assert reply["error"]["code"] == -32602 and "didOpen" in reply["error"]["message"], reply
+    assert "answered with error -32602" in client.stderr()
+    assert "Traceback" not in client.stderr() and "FeatureRequestError" not in client.stderr()
