@@ -16,7 +16,7 @@ FREE_COLUMNS = ["corpus", "strategy", "cases", "EM", "parse_rate", "start_acc", 
 
 FREE_VARIANTS = (
     Variant("cad-line", "cad", dict(ride_along=True, speculative_headers=True)),
-    Variant("regen", "regen", {"strategy": "regen"}),
+    Variant("regen", "regen", {"drafter": "none"}),
 )
 
 

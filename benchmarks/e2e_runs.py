@@ -27,8 +27,8 @@ class Variant:
 
 def forced_variants(windows=(16, 32, 64), token_min_spans=(8,)) -> list[Variant]:
     """The forced-mode lineup: regen, spec-edit per window, CaD line overhead ladder, CaD tokens."""
-    out = [Variant("regen", "regen", {"strategy": "regen"})]
-    out += [Variant(f"spec-edit W={w}", "regen", {"strategy": "spec-edit", "window": w}) for w in windows]
+    out = [Variant("regen", "regen", {"drafter": "none"})]
+    out += [Variant(f"spec-edit W={w}", "regen", {"drafter": "spec-edit", "window": w}) for w in windows]
     ladder = [
         ("cad-line (seed schedule)", dict(ride_along=False, speculative_headers=False, monotonic=False)),
         ("cad-line + ride-along", dict(ride_along=True, speculative_headers=False, monotonic=False)),
@@ -100,10 +100,7 @@ def _once(variant: Variant, loaded, pair, *, forced: bool, max_new_tokens: int |
             if max_new_tokens:
                 kwargs["max_new_tokens"] = max_new_tokens
             res = regenerate(loaded, pair.document, instr, **kwargs)
-            text, st = res.text, res.stats
-            counts = dict(decoded=st.decoded, copied=st.copied, forced=st.forced, masked_steps=0, ops=0,
-                          truncated=st.truncated, parsed=res.stopped_by in ("end", "eos", "target"))
-            out_program = res.program
+            ops, parsed = 0, res.stopped_by in ("end", "eos", "target")
         else:
             if forced:
                 program = oracle_program(variant, pair, loaded.tokenizer)
@@ -111,11 +108,11 @@ def _once(variant: Variant, loaded, pair, *, forced: bool, max_new_tokens: int |
             if max_new_tokens:
                 kwargs["max_new_tokens"] = max_new_tokens
             res = decode_program(loaded, pair.document, instr, **kwargs)
-            text, st = res.text, res.stats
-            counts = dict(decoded=st.decoded_tokens, copied=st.copied_tokens, forced=st.forced_tokens,
-                          masked_steps=st.masked_steps, ops=len(res.program) + 1, truncated=st.truncated,
-                          parsed=(res.resolve_error is None and not st.truncated))
-            out_program = res.program
+            ops, parsed = len(res.program) + 1, res.resolve_error is None and not res.stats.truncated
+    st = res.stats  # engine.decode.types.DecodeStats, the one counters type of every strategy
+    text, out_program = res.text, res.program
+    counts = dict(decoded=st.decoded_tokens, copied=st.copied_tokens, forced=st.forced_tokens,
+                  masked_steps=st.masked_steps, ops=ops, truncated=st.truncated, parsed=parsed)
     wall = (time.perf_counter() - t0) * 1000.0
     sizes = [n for n, _ in rec.forwards]
     prefill = rec.forwards[0][1] if rec.forwards else 0.0

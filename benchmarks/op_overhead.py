@@ -24,7 +24,7 @@ from benchmarks.common import bench_argparser, load_corpora, write_report
 CONFIGS = {"seed": dict(ride_along=False, speculative_headers=False),
            "ride": dict(ride_along=True, speculative_headers=False),
            "ride+spec": dict(ride_along=True, speculative_headers=True),
-           "ride+spec+pld": dict(ride_along=True, speculative_headers=True, gen_strategy="pld")}
+           "ride+spec+pld": dict(ride_along=True, speculative_headers=True, drafter="pld")}
 
 
 def _summarise(name: str, results: list) -> dict:
@@ -101,7 +101,6 @@ def main(argv=None) -> dict:
     from engine.decode.program import decode_program
     from engine.backends.model import load_model
     from engine.program.oracle import line_program
-    from engine.drafters import make_proposer
 
     loaded = load_model(args.model, device="auto")
     pairs = [p for ps in load_corpora(args.cases).values() for p in ps]
@@ -111,10 +110,7 @@ def main(argv=None) -> dict:
         results = []
         for pair in pairs:
             program = line_program(pair.document, pair.gold)
-            opts = dict(cfg)
-            if opts.get("gen_strategy"):
-                opts["gen_strategy"] = make_proposer(opts["gen_strategy"])
-            res = decode_program(loaded, pair.document, pair.instruction, forced=program, **opts)
+            res = decode_program(loaded, pair.document, pair.instruction, forced=program, **cfg)
             exact[name] = exact.get(name, 0) + int(res.text == pair.gold)
             results.append(res)
         row = _summarise(f"forced oracle, {name}", results)

@@ -2,7 +2,8 @@
 
 Owns request validation and lazy thread-safe model loading; the edit itself runs in `engine.edit`
 (scope -> strategy -> result). Types come from `engine.types`, errors from `engine.errors`, the
-strategy registry from `engine.strategies` (`STRATEGIES` is its names, in order). Importing this
+strategy registry from `engine.strategies` (`STRATEGIES` is its names, in order), the drafter registry's
+names from `engine.drafters` (`DRAFTERS`: the choices for gen-body drafting). Importing this
 module or constructing `EditEngine` never imports torch; `load()` (or the first `edit()`) does.
 
     engine = EditEngine()                       # "default" = SmolLM2-135M GGUF, device "auto"
@@ -18,6 +19,7 @@ import threading
 import time
 from typing import Callable
 
+from engine.drafters import DRAFTERS
 from engine.edit import run_edit
 from engine.errors import (
     ContextOverflowError, EditCancelled, EngineError, InvalidRangeError, InvalidRequestError, ModelLoadError,
@@ -29,7 +31,7 @@ from engine.strategies import STRATEGIES, get_strategy
 from engine.types import MODES, EditRequest, EditResult, EditStats, Progress
 
 __all__ = [
-    "STRATEGIES", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
+    "STRATEGIES", "DRAFTERS", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
     "EngineError", "ContextOverflowError", "EditCancelled", "InvalidRangeError",
     "UnknownStrategyError", "InvalidRequestError", "ModelLoadError", "get_strategy",
 ]
@@ -44,6 +46,8 @@ def validate(request: EditRequest) -> tuple[int, int] | None:
     get_strategy(request.strategy)  # UnknownStrategyError names the registered choices
     if request.mode not in MODES:
         raise InvalidRequestError(f"unknown resolve mode {request.mode!r}; choose 'strict' or 'clipped'")
+    if request.gen_drafter is not None:
+        check_drafter(request.gen_drafter, "gen_drafter")
     budget = request.max_new_tokens
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise InvalidRequestError(f"max_new_tokens must be a positive int or None (auto), got {budget!r}")
@@ -52,24 +56,31 @@ def validate(request: EditRequest) -> tuple[int, int] | None:
     return check_range(request.document, request.line_range)
 
 
+def check_drafter(name, what: str = "gen_drafter") -> str:
+    """`name` if the drafter registry has it, else InvalidRequestError naming the choices."""
+    if name not in DRAFTERS:
+        raise InvalidRequestError(f"{what} must be one of {', '.join(DRAFTERS)}, got {name!r}")
+    return name
+
+
 class EditEngine:
     """Loads the model once (lazily, thread-safe) and runs edits one at a time."""
 
     def __init__(self, model="default", device: str = "auto", *,
                  on_status: Callable[[str], None] | None = None, spec_edit_window: int = 32,
-                 spec_edit_probe: int | None = None, gen_proposer: str = "none"):
+                 spec_edit_probe: int | None = None, gen_drafter: str = "none"):
         # `model` is a spec ("default", an HF dir, a .gguf path) or an already loaded LoadedModel.
         # spec_edit_window / spec_edit_probe: draft size for "spec-edit" (engine.drafters.document);
-        # gen_proposer: "none" | "pld" drafts inside cad gen bodies (lossless either way).
-        if gen_proposer not in ("none", "pld"):
-            raise InvalidRequestError(f"gen_proposer must be 'none' or 'pld', got {gen_proposer!r}")
+        # gen_drafter: the DRAFTERS name drafting inside cad gen bodies unless a request names one
+        # (lossless either way).
+        check_drafter(gen_drafter)
         self._spec = model if isinstance(model, str) else getattr(model, "spec", "preloaded")
         self._loaded = None if isinstance(model, str) else model
         self._device = device
         self._on_status = on_status
         self._window = spec_edit_window
         self._probe = spec_edit_probe
-        self._gen_proposer = gen_proposer
+        self._gen_drafter = gen_drafter
         self._load_lock = threading.Lock()
         self._edit_lock = threading.Lock()
 
@@ -115,6 +126,7 @@ class EditEngine:
             start = time.perf_counter()
             runner = getattr(self._loaded, "edit_runner", run_edit)  # engine.remote.edit for a URL spec
             result = runner(self._loaded, request, rng, cancel=cancel, progress=progress,
-                              window=self._window, probe=self._probe, gen_proposer=self._gen_proposer)
+                              window=self._window, probe=self._probe,
+                              gen_drafter=request.gen_drafter or self._gen_drafter)
             result.stats.wall_ms = (time.perf_counter() - start) * 1000.0
             return result

@@ -4,9 +4,9 @@ Called by `engine.api.EditEngine.edit` after validation and loading. Importing i
 torch (the decoders are imported when an edit runs). Dispatch on the registered strategy
 (`engine.strategies`):
   * family "program" ("cad", "cad-tokens") -> engine.decode.program.decode_program (Copy-as-Decode,
-    line or token copies per `Strategy.token_level`)
-  * family "regen" ("regen", "spec-edit") -> engine.decode.regen.regenerate (full regeneration;
-    spec-edit drafts from the document), compiled to a line Program with engine.program.oracle.line_program.
+    line or token copies per `Strategy.token_level`; gen bodies drafted by the request's `gen_drafter`)
+  * family "regen" ("regen", "spec-edit") -> engine.decode.regen.regenerate (full regeneration drafted
+    by the strategy's `drafter`), compiled to a line Program with engine.program.oracle.line_program.
 Range-scoped requests edit the slice only and are re-based with engine.program.scope.
 Cancellation (`EditCancelled`, raised by the backend session) passes through unchanged.
 """
@@ -21,36 +21,23 @@ from engine.program.oracle import line_program
 from engine.program.resolver import resolve
 from engine.program.scope import rebase_program, slice_lines, splice_text
 from engine.strategies import Strategy, get_strategy
-from engine.types import EditResult, EditStats, Progress
-
-
-def _progress_adapter(progress, ops: int = 0):
-    if progress is None:
-        return None
-
-    def on_forward(stats) -> None:
-        progress(Progress(decoded=stats.decoded, copied=stats.copied, forced=stats.forced,
-                          forwards=stats.forwards, ops=ops))
-
-    return on_forward
+from engine.types import EditResult, EditStats
 
 
 def _run_regen(loaded, document, request, strategy: Strategy, *, cancel, progress, window, probe):
     from engine.decode.regen import regenerate
 
-    r = regenerate(loaded, document, request.instruction, strategy=strategy.name, window=window, probe=probe,
+    r = regenerate(loaded, document, request.instruction, drafter=strategy.drafter, window=window, probe=probe,
                    max_new_tokens=request.max_new_tokens, cancel=cancel,
-                   on_forward=_progress_adapter(progress))
+                   on_forward=None if progress is None else lambda stats: progress(stats.progress()))
     s = r.stats
-    per_op = [{"kind": request.strategy, "tokens": len(r.output_ids), "forwards": s.forwards,
-               "ms": s.wall_ms, "copied": s.copied, "drafted": s.drafted}]
-    counts = dict(decoded=s.decoded, copied=s.copied, forced=s.forced, forwards=s.forwards,
-                  prompt_tokens=r.prompt_tokens, truncated=s.truncated, per_op=per_op)
+    s.per_op = [{"kind": request.strategy, "tokens": len(r.output_ids), "forwards": s.forwards,
+                 "ms": s.wall_ms, "copied": s.copied_tokens, "drafted": s.draft_tokens}]
     program, text = tuple(r.program), r.text
     if uses_crlf(document):
         text = adapt_text(text, document)
         program = tuple(line_program(document, text))
-    return program, text, counts, list(r.warnings)
+    return program, text, s, list(r.warnings)
 
 
 def _resolve_decoded(loaded, program, document, mode, token_level):
@@ -64,19 +51,14 @@ def _resolve_decoded(loaded, program, document, mode, token_level):
                    decode_tokens=lambda ids: decode(loaded.tokenizer, ids), granularity="tokens").text
 
 
-def _run_program(loaded, document, request, strategy: Strategy, *, cancel, progress, gen_proposer: str = "none"):
+def _run_program(loaded, document, request, strategy: Strategy, *, cancel, progress, gen_drafter: str = "none"):
     from engine.decode.program import decode_program
-    from engine.drafters import make_proposer
 
-    def on_forward(p) -> None:
-        progress(Progress(decoded=p.decoded, copied=p.copied, forced=p.forced, forwards=p.forwards, ops=p.ops))
-
-    gen_strategy = None if gen_proposer == "none" else make_proposer(gen_proposer)
     d = decode_program(loaded, document, request.instruction,
                        token_level=strategy.token_level,
                        max_new_tokens=request.max_new_tokens, cancel=cancel,
-                       progress=on_forward if progress is not None else None,
-                       mode=request.mode, gen_strategy=gen_strategy)
+                       progress=progress,
+                       mode=request.mode, drafter=gen_drafter)
     warnings = list(d.warnings)
     if d.stats.repeating:
         warnings.append(
@@ -97,11 +79,7 @@ def _run_program(loaded, document, request, strategy: Strategy, *, cancel, progr
     if uses_crlf(document):
         program = adapt_program(program, document, token_level=strategy.token_level)
         text = _resolve_decoded(loaded, program, document, request.mode, strategy.token_level)
-    s = d.stats
-    counts = dict(decoded=s.decoded_tokens, copied=s.copied_tokens, forced=s.forced_tokens,
-                  forwards=s.forwards, prompt_tokens=s.prompt_tokens, truncated=s.truncated,
-                  per_op=list(s.per_op))
-    return program, text, counts, warnings
+    return program, text, d.stats, warnings
 
 
 AUTO_BUDGET_MARGIN = 256
@@ -118,7 +96,7 @@ def auto_budget(tokenizer, text: str) -> int:
 
 
 def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32,
-             probe: int | None = None, gen_proposer: str = "none"):
+             probe: int | None = None, gen_drafter: str = "none"):
     """Edit `request.document` (or lines `line_range` of it) and return an EditResult."""
     strategy = get_strategy(request.strategy)
     document = request.document
@@ -127,11 +105,11 @@ def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window:
         request = replace(request, max_new_tokens=auto_budget(loaded.tokenizer, sub))
     try:
         if strategy.family == "regen":
-            program, sub_text, counts, warnings = _run_regen(loaded, sub, request, strategy, cancel=cancel,
+            program, sub_text, stats, warnings = _run_regen(loaded, sub, request, strategy, cancel=cancel,
                                                              progress=progress, window=window, probe=probe)
         else:
-            program, sub_text, counts, warnings = _run_program(loaded, sub, request, strategy, cancel=cancel,
-                                                               progress=progress, gen_proposer=gen_proposer)
+            program, sub_text, stats, warnings = _run_program(loaded, sub, request, strategy, cancel=cancel,
+                                                               progress=progress, gen_drafter=gen_drafter)
     except ContextOverflowError as exc:
         if line_range is not None:
             a, b = line_range
@@ -151,12 +129,11 @@ def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window:
     else:
         text = sub_text
     output_tokens = len(loaded.tokenizer.encode(sub_text, add_special_tokens=False)) + 1
-    forwards = max(1, counts["forwards"])
-    stats = EditStats(
-        decoded_tokens=counts["decoded"], copied_tokens=counts["copied"],
-        forced_tokens=counts["forced"], forwards=counts["forwards"], ops=len(program),
-        prompt_tokens=counts["prompt_tokens"], wall_ms=0.0, per_op=counts["per_op"],
-        truncated=bool(counts["truncated"]), speedup_estimate=output_tokens / forwards,
+    edit_stats = EditStats(
+        decoded_tokens=stats.decoded_tokens, copied_tokens=stats.copied_tokens,
+        forced_tokens=stats.forced_tokens, forwards=stats.forwards, ops=len(program),
+        prompt_tokens=stats.prompt_tokens, wall_ms=0.0, per_op=list(stats.per_op),
+        truncated=bool(stats.truncated), speedup_estimate=output_tokens / max(1, stats.forwards),
         budget=request.max_new_tokens,
     )
-    return EditResult(program=tuple(program), text=text, stats=stats, warnings=warnings)
+    return EditResult(program=tuple(program), text=text, stats=edit_stats, warnings=warnings)

@@ -1,6 +1,7 @@
 """Plain data the engine's front door takes and gives (torch-free): request, progress, stats, result.
 
-    EditRequest(document, instruction, strategy="cad", line_range=None, max_new_tokens=None, mode="clipped")
+    EditRequest(document, instruction, strategy="cad", line_range=None, max_new_tokens=None, mode="clipped",
+                gen_drafter=None)
     Progress(decoded, copied, forced, forwards, ops)        # after every forward
     EditStats(...)                                          # what the edit cost
     EditResult(program, text, stats, warnings)              # program lines refer to the FULL document
@@ -26,6 +27,7 @@ class EditRequest:
     line_range: tuple[int, int] | None = None   # 1-based inclusive; only these lines are edited
     max_new_tokens: int | None = None         # None: auto (the edited text's tokens + a margin)
     mode: str = "clipped"
+    gen_drafter: str | None = None            # engine.drafters name drafting cad gen bodies; None: the engine's
 
 
 @dataclass

@@ -29,9 +29,9 @@ class GenBodies:
                 self.fsm.truncate(decode(self.tok, body))
                 self.stats.truncated = True
                 return
-            draft = []
-            if self.strategy is not None:
-                draft = list(self.strategy.propose(self.prompt_ids + self.out, body))
+            # a round commits at most the draft + 1 token: never past the budget or the context window
+            room = max(0, min(self.max_new - self._spent() - 1, self._room() - 3))
+            draft = list(self.drafter.propose(self.prompt_ids + self.out, body))[:room]
             if not draft and self.pending:
                 ended = self._close_then_header(start, body)
                 if ended is not None:
@@ -39,17 +39,30 @@ class GenBodies:
                         return
                     continue
             if not draft:
-                draft = self._close_draft(body)
-                draft = draft[:max(0, min(self.max_new - self._spent() - 1, self._room() - 3))]
+                draft = self._close_draft(body)[:room]
             pos0 = len(self.out)
             new = self._gen_round(draft)
-            if self._detect(start, pos0, new):
+            loop = self._runaway(start, pos0, len(new))
+            if self._detect(start, pos0, new if loop is None else new[:loop + 1]):
                 return
-            if self.forced is None and repeating_unit(self.out[start:]) is not None:
+            if loop is not None:
+                dropped, _ = self._rewind(self.out[:pos0 + loop + 1])
+                self._count(-dropped, "decoded")
                 self._op().kind = "Gen"
                 self.fsm.truncate(decode(self.tok, self.out[start:]))
                 self.stats.truncated = self.stats.repeating = True
                 return
+
+    def _runaway(self, start: int, pos0: int, n: int) -> int | None:
+        """The first of the ``n`` tokens committed at ``pos0`` after which the gen repeats itself
+        (``engine.decode.repetition``), or None. Checked token by token, so a drafted round stops
+        the gen exactly where one-token rounds would; never in forced mode."""
+        if self.forced is not None:
+            return None
+        for i in range(n):
+            if repeating_unit(self.out[start:pos0 + i + 1]) is not None:
+                return i
+        return None
 
     def _detect(self, start: int, pos0: int, new: list[int]) -> bool:
         """End-of-gen / EOS detection over tokens just committed at ``pos0``; closes the gen if found."""
@@ -152,8 +165,8 @@ class GenBodies:
             first = self.chooser.choose(self.ready, None, len(self.out))
             self.ready = None
             if not draft or first != draft[0]:
-                if self.strategy is not None and draft:
-                    self.strategy.update(0)
+                if draft:
+                    self.drafter.update(0)
                 self._commit([first], "decoded")
                 return [first]
             base, npend = self.runner.length, 0
@@ -171,8 +184,8 @@ class GenBodies:
         more, bonus = accept_prefix(rows, draft, lambda k, row: self.chooser.choose(row, None, pos0 + k), start=i)
         accepted += more
         self.runner.crop(base + npend + len(accepted))
-        if self.strategy is not None and draft:
-            self.strategy.update(len(accepted))
+        if draft:
+            self.drafter.update(len(accepted))
         self.stats.draft_accepted += len(accepted)
         self._commit(accepted, "decoded", fed=True)
         self._commit([bonus], "decoded")

@@ -17,30 +17,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from engine.decode.types import DecodeStats
 from engine.decode.verify import verify_greedy
 from engine.drafters.base import DraftProposer, NoDraft
 
 
 @dataclass
-class GenerationStats:
-    """Counts for one generation; `copied` = tokens accepted from drafts."""
-
-    decoded: int = 0
-    copied: int = 0
-    forced: int = 0
-    forwards: int = 0
-    drafted: int = 0
-    rounds: int = 0
-    wall_ms: float = 0.0
-    truncated: bool = False
-
-
-@dataclass
 class Generation:
-    """Committed output ids (stop token / framing end excluded) and stats."""
+    """Committed output ids (stop token / framing end excluded) and stats.
+
+    In ``stats`` (``engine.decode.types.DecodeStats``) ``copied_tokens`` = ``draft_accepted`` = tokens
+    accepted from drafts; ``decoded_tokens`` / ``forced_tokens`` = the model's (or the target's) own
+    tokens; one forward per round."""
 
     ids: list[int]
-    stats: GenerationStats
+    stats: DecodeStats
     stopped_by: str = ""          # "eos" | "end" | "budget" | "target"
     extra: dict = field(default_factory=dict)
 
@@ -55,7 +46,7 @@ def generate(
     proposer: DraftProposer | None = None,
     context_ids: list[int] | None = None,
     target: list[int] | None = None,
-    on_forward: Callable[[GenerationStats], None] | None = None,
+    on_forward: Callable[[DecodeStats], None] | None = None,
 ) -> Generation:
     """Greedy (or forced) generation after `pending` (e.g. the whole prompt: the first forward is
     the prefill). Returns the output ids before the stop; the KV cache may hold a few extra."""
@@ -63,7 +54,7 @@ def generate(
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     proposer = proposer or NoDraft()
     context = list(context_ids) if context_ids is not None else list(pending)
-    stats = GenerationStats()
+    stats = DecodeStats()
     generated: list[int] = []
     start = time.perf_counter()
     choose = None
@@ -81,8 +72,7 @@ def generate(
         v = verify_greedy(runner, pending, draft, choose=choose)
         proposer.update(len(v.accepted))
         stats.forwards += 1
-        stats.rounds += 1
-        stats.drafted += len(draft)
+        stats.draft_tokens += len(draft)
         committed = v.committed
         if committed[-1] == -1:            # forced target exhausted
             committed = committed[:-1]
@@ -92,11 +82,12 @@ def generate(
             committed = committed[:cut]
             stopped_by = "eos"
         n_acc = min(len(v.accepted), len(committed))
-        stats.copied += n_acc
+        stats.copied_tokens += n_acc
+        stats.draft_accepted += n_acc
         if target is not None:
-            stats.forced += len(committed) - n_acc
+            stats.forced_tokens += len(committed) - n_acc
         else:
-            stats.decoded += len(committed) - n_acc
+            stats.decoded_tokens += len(committed) - n_acc
         generated.extend(committed)
         if on_forward is not None:
             on_forward(stats)
@@ -106,10 +97,11 @@ def generate(
                 drop = len(generated) - keep      # tail of this round's committed tokens
                 own = min(drop, len(committed) - n_acc)
                 if target is not None:
-                    stats.forced -= own
+                    stats.forced_tokens -= own
                 else:
-                    stats.decoded -= own
-                stats.copied -= drop - own
+                    stats.decoded_tokens -= own
+                stats.copied_tokens -= drop - own
+                stats.draft_accepted -= drop - own
                 del generated[keep:]
                 stopped_by = "end"
                 break

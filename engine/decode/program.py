@@ -3,7 +3,7 @@
 Public entry::
 
     decode_program(loaded, document, instruction, *, token_level=False, max_new_tokens=512,
-                   monotonic=False, speculative_headers=True, ride_along=True, gen_strategy=None,
+                   monotonic=False, speculative_headers=True, ride_along=True, drafter="none",
                    forced=None, cancel=None, progress=None, mode="clipped") -> DecodeResult
 
 ``loaded`` is a backend (``engine.backends.base.Backend``; in process: ``engine.backends.model.LoadedModel``).
@@ -18,8 +18,9 @@ Forward schedule (what the speed is won on):
 * Speculative op headers (``speculative_headers=True``): at an op boundary the guessed next op(s)
   (``engine.decode.headers``) are fed together with the pending ids in one forward; the longest prefix
   equal to the model's own masked greedy choices is kept, the rest is cropped. Lossless.
-* Gen bodies: free greedy decoding; ``gen_strategy`` (an ``engine.drafters.base.DraftProposer``)
-  may propose drafts, verified in one forward (longest greedy-matching prefix + bonus token).
+* Gen bodies: free greedy decoding; ``drafter`` (a name from the drafter registry ``engine.drafters``,
+  built with the document's token ids, or a ``DraftProposer``) may propose drafts, verified in one
+  forward (longest greedy-matching prefix + bonus token).
   End of gen per ``engine.decode.gen_end``; EOS inside a gen closes the gen and the program.
 * ``ride_along=False`` reproduces the seed's schedule (every committed token / literal is fed at
   once, in its own forward) for comparison.
@@ -50,6 +51,8 @@ from engine.decode.gen_body import GenBodies
 from engine.decode.gen_end import decode
 from engine.decode.headers import GEN_OPEN_GUESS, guess_next_ops
 from engine.decode.types import DecodeResult, DecodeStats, OpRecord
+from engine.decode.verify import accept_prefix
+from engine.drafters import make_proposer
 from engine.errors import ContextOverflowError, ForcedProgramError
 from engine.guide.fsm import DONE, GEN_BODY, ProgramFSM
 from engine.guide.tokens import op_token_ids, token_table
@@ -58,6 +61,7 @@ from engine.prompt import render_prompt
 from engine.types import Progress
 
 ANSWER_RESERVE = 16  # tokens kept free beyond a full copy of the document when checking the prompt
+_NO_CHOICE = -1      # a guess reached a state with no structural choice (gen body, done)
 
 
 class ProgramDecoder(GenBodies):
@@ -69,7 +73,7 @@ class ProgramDecoder(GenBodies):
     """
 
     def __init__(self, loaded, prompt, *, token_level, max_new_tokens, monotonic, speculative_headers,
-                 ride_along, gen_strategy, forced, cancel, progress):
+                 ride_along, drafter, forced, cancel, progress):
         self.tok = loaded.tokenizer
         self.table = token_table(self.tok)
         self.view = prompt.view
@@ -79,7 +83,7 @@ class ProgramDecoder(GenBodies):
         self.max_new = max_new_tokens
         self.spec = speculative_headers
         self.ride = ride_along
-        self.strategy = gen_strategy
+        self.drafter = make_proposer(drafter, document_ids=self.view.token_ids)
         self.progress = progress
         self.fsm = ProgramFSM(self.table, self.view, token_level=token_level, monotonic=monotonic)
         self.runner = loaded.session(cancel=cancel)  # engine.backends.base.Session
@@ -137,9 +141,7 @@ class ProgramDecoder(GenBodies):
         self.stats.forwards += 1
         self._charge_time()
         if self.progress is not None:
-            s = self.stats
-            self.progress(Progress(s.decoded_tokens, s.copied_tokens, s.forced_tokens, s.forwards,
-                                         len(self.fsm.ops)))
+            self.progress(self.stats.progress(len(self.fsm.ops)))
         return logits
 
     def _ensure_pending(self) -> None:
@@ -204,10 +206,7 @@ class ProgramDecoder(GenBodies):
                     if self.spec and self.fsm.choosing_op and self._speculate():
                         continue
                     self._flush()
-                t0 = time.perf_counter()
-                tok = self.chooser.choose(self.ready, st.allowed, len(self.out))
-                self.stats.mask_ms += (time.perf_counter() - t0) * 1000.0
-                self.stats.masked_steps += 1
+                tok = self._choose(self.ready, st.allowed)
                 self._commit([tok], "decoded")
                 self.fsm_advance_tracked(tok)
                 if not self.ride:
@@ -215,6 +214,14 @@ class ProgramDecoder(GenBodies):
                 continue
             self._gen()
         self._charge_time()
+
+    def _choose(self, row: torch.Tensor, allowed) -> int:
+        """A masked choice at the current output position (timed and counted as a masked step)."""
+        t0 = time.perf_counter()
+        tok = self.chooser.choose(row, allowed, len(self.out))
+        self.stats.mask_ms += (time.perf_counter() - t0) * 1000.0
+        self.stats.masked_steps += 1
+        return tok
 
     def fsm_advance_tracked(self, tok: int) -> None:
         before = len(self.fsm.ops)
@@ -267,45 +274,40 @@ class ProgramDecoder(GenBodies):
         """Walk the FSM over a fed guess: keep the prefix equal to the model's masked choices.
 
         ``rows[k]`` predicts ``guess[k]`` (``rows[len(guess)]`` the token after it); the cache holds
-        the guess from position ``fed_base``. On the first differing choice the rest is cropped
-        and the model's own choice becomes the pending token.
+        the guess from position ``fed_base``. The acceptance rule is ``engine.decode.verify.accept_prefix``
+        (the one every verify forward uses): forced literal and splice tokens are the FSM's own, a
+        choice is the chooser's masked pick. On the first differing choice the rest is cropped and
+        the model's own choice becomes the pending token; a fully kept guess leaves its last row ready.
         """
         self.stats.guess_tokens += len(guess)
-        logits = rows
-        k = 0
-        while k < len(guess):
+
+        def pick(k: int, row) -> int:
             st = self.fsm.step()
             if st.kind == "force":
-                seg = guess[k:k + len(st.ids)]
-                if list(st.ids[:len(seg)]) != seg:  # pragma: no cover - guesses are built on a clone
+                tok, kind = st.ids[0], "copied" if st.copy else "forced"
+                if tok != guess[k]:  # pragma: no cover - guesses are built on a clone
                     raise AssertionError("speculative guess diverged from the FSM's forced tokens")
-                self._commit(seg, "copied" if st.copy else "forced", fed=True)
-                for t in seg:
-                    self.fsm_advance_tracked(t)
-                k += len(seg)
-                continue
-            if st.kind != "choose":
-                break
-            t0 = time.perf_counter()
-            tok = self.chooser.choose(logits[k], st.allowed, len(self.out))
-            self.stats.mask_ms += (time.perf_counter() - t0) * 1000.0
-            self.stats.masked_steps += 1
+            elif st.kind == "choose":
+                tok, kind = self._choose(row, st.allowed), "decoded"
+            else:  # pragma: no cover - guesses stop at free/done states
+                return _NO_CHOICE
             if tok == guess[k]:
-                self._commit([tok], "decoded", fed=True)
+                self._commit([tok], kind, fed=True)
                 self.fsm_advance_tracked(tok)
-                k += 1
-                continue
-            self.runner.crop(fed_base + k)
-            self._commit([tok], "decoded")
-            self.fsm_advance_tracked(tok)
-            self.stats.guess_accepted += k
-            return
+            return tok
+
+        kept, tok = accept_prefix(rows, guess, pick, bonus=False)
+        k = len(kept)
         self.stats.guess_accepted += k
-        if k < len(guess):  # pragma: no cover - guesses stop at free/done states
-            self.runner.crop(fed_base + k)
+        if tok is None:
+            self.ready = rows[k]
+            return
+        self.runner.crop(fed_base + k)
+        if tok == _NO_CHOICE:  # pragma: no cover - guesses stop at free/done states
             self.ready = None
-        else:
-            self.ready = logits[k]
+            return
+        self._commit([tok], "decoded")
+        self.fsm_advance_tracked(tok)
 
 
 def check_context(prompt_tokens: int, document_tokens: int, context_length: int) -> None:
@@ -317,7 +319,7 @@ def check_context(prompt_tokens: int, document_tokens: int, context_length: int)
 
 def decode_program(loaded, document: str, instruction: str, *, token_level: bool = False,
                    max_new_tokens: int = 512, monotonic: bool = False, speculative_headers: bool = True,
-                   ride_along: bool = True, gen_strategy=None, forced=None,
+                   ride_along: bool = True, drafter="none", forced=None,
                    cancel: threading.Event | None = None,
                    progress: Callable[[Progress], None] | None = None,
                    mode: str = "clipped") -> DecodeResult:
@@ -328,7 +330,7 @@ def decode_program(loaded, document: str, instruction: str, *, token_level: bool
     check_context(len(prompt.ids), prompt.view.n_tokens, int(loaded.context_length))
     dec = ProgramDecoder(loaded, prompt, token_level=token_level, max_new_tokens=max_new_tokens,
                           monotonic=monotonic, speculative_headers=speculative_headers, ride_along=ride_along,
-                          gen_strategy=gen_strategy, forced=forced, cancel=cancel, progress=progress)
+                          drafter=drafter, forced=forced, cancel=cancel, progress=progress)
     dec.run()
     program = tuple(dec.fsm.ops)
     stats = dec.stats

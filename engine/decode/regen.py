@@ -1,21 +1,22 @@
-"""Full regeneration of the edited document: `regen`, `spec-edit` and `pld`, free or forced.
+"""Full regeneration of the edited document, free or forced, with any registered drafter.
 
 The model is asked (engine.prompt's regen framing) to write the whole edited document; we decode
 greedily until EOS, the framing's end marker, or the token budget (then `truncated`). The output is
 compiled afterwards into a line Program with `engine.program.oracle.line_program(document, output)`, so
 every strategy hands back a Program.
 
-Strategies (all produce the same output token for token; they differ in forwards):
-  * "regen"     plain greedy, one forward per output token;
-  * "spec-edit" the document itself is the speculative draft (engine.drafters.document);
-  * "pld"       prompt lookup decoding (engine.drafters.pld).
+`drafter` is a name from the drafter registry (`engine.drafters.DRAFTERS`) or a `DraftProposer`; the
+strategy registry (`engine.strategies`) says which drafter each regeneration strategy uses ("regen":
+"none", one forward per output token; "spec-edit": the document itself as the draft). The drafter is
+built with the regen framing's expected answer (document + end marker) as its `document_ids`. Every
+drafter produces the same output token for token; they differ in forwards.
 
 FORCED MODE (`forced=gold_text`): the gold output's tokens replace the argmax choices with the same
-forward schedule (regen: one forward per token; spec-edit: one verify forward per round, acceptance
-= match with gold). It measures what producing the gold costs under each strategy. The budget is
-raised to fit the gold, so a forced run is never truncated.
+forward schedule (no draft: one forward per token; a drafter: one verify forward per round,
+acceptance = match with gold). It measures what producing the gold costs under each drafter. The
+budget is raised to fit the gold, so a forced run is never truncated.
 
-    regenerate(loaded, document, instruction, *, strategy="regen", window=32, probe=None,
+    regenerate(loaded, document, instruction, *, drafter="none", window=32, probe=None,
                max_new_tokens=512, forced=None, cancel=None, on_forward=None) -> RegenResult
 """
 from __future__ import annotations
@@ -24,15 +25,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.decode.generate import GenerationStats, generate
-from engine.drafters import make_proposer
-from engine.errors import ContextOverflowError, UnknownStrategyError
+from engine.decode.generate import generate
+from engine.decode.types import DecodeStats
+from engine.drafters import DraftProposer, make_proposer
+from engine.errors import ContextOverflowError
 from engine.guide.tokens import stop_ids
 from engine.program.oracle import line_program
 from engine.prompt import REGEN_CLOSE, render_regen_prompt
-
-REGEN_STRATEGIES = ("regen", "spec-edit", "pld")   # the drafter each uses: none, the document, prompt lookup
-
 
 @dataclass
 class RegenFraming:
@@ -56,8 +55,8 @@ class RegenResult:
     program: tuple
     output_ids: list[int]
     prompt_tokens: int
-    stats: GenerationStats
-    strategy: str
+    stats: DecodeStats
+    drafter: str                  # the registry name ("none": plain greedy regeneration)
     stopped_by: str
     warnings: list[str] = field(default_factory=list)
 
@@ -94,20 +93,18 @@ def regenerate(
     document: str,
     instruction: str,
     *,
-    strategy: str = "regen",
+    drafter: str | DraftProposer = "none",
     window: int = 32,
     probe: int | None = None,
     max_new_tokens: int = 512,
     forced: str | None = None,
     cancel: threading.Event | None = None,
-    on_forward: Callable[[GenerationStats], None] | None = None,
+    on_forward: Callable[[DecodeStats], None] | None = None,
     framing: RegenFraming | None = None,
 ) -> RegenResult:
-    """Regenerate the edited document with `strategy` (see module docstring)."""
-    if strategy not in REGEN_STRATEGIES:
-        raise UnknownStrategyError(
-            f"unknown regeneration strategy {strategy!r}; choose one of {', '.join(REGEN_STRATEGIES)}"
-        )
+    """Regenerate the edited document, drafting with `drafter` (see module docstring).
+
+    An unknown drafter name raises ValueError naming the registered ones (before any forward)."""
     tok = loaded.tokenizer
     framing = framing or regen_framing(tok, document, instruction)
     prompt_ids = framing.prompt_ids
@@ -116,12 +113,8 @@ def regenerate(
         raise ContextOverflowError(len(prompt_ids), context_length, max_new_tokens)
 
     draft_ids = tok.encode(framing.draft_text, add_special_tokens=False)
-    if strategy == "spec-edit":
-        proposer = make_proposer("spec-edit", document_ids=draft_ids, window=window, probe=probe)
-    elif strategy == "pld":
-        proposer = make_proposer("pld", window=window)
-    else:
-        proposer = make_proposer("none")
+    proposer = make_proposer(drafter, document_ids=draft_ids, window=window, probe=probe)
+    name = drafter if isinstance(drafter, str) else type(drafter).__name__
     target = None
     if forced is not None:
         target = tok.encode(forced + framing.end_marker, add_special_tokens=False)
@@ -141,10 +134,11 @@ def regenerate(
     )
     raw = tok.decode(gen.ids)
     text = framing.extract(raw)
+    gen.stats.prompt_tokens = len(prompt_ids)
     warnings = []
     if gen.stats.truncated:
         warnings.append(
-            f"{strategy}: output truncated at {max_new_tokens} tokens before the document ended; "
+            f"{'regen' if name == 'none' else name}: output truncated at {max_new_tokens} tokens before the document ended; "
             f"the rest of the document is missing from the result. Raise max_new_tokens or edit a "
             f"smaller line range."
         )
@@ -154,7 +148,7 @@ def regenerate(
         output_ids=gen.ids,
         prompt_tokens=len(prompt_ids),
         stats=gen.stats,
-        strategy=strategy,
+        drafter=name,
         stopped_by=gen.stopped_by,
         warnings=warnings,
     )

@@ -1,10 +1,19 @@
-"""Speculative draft proposers for free-text decoding (lossless: output == greedy).
+"""Speculative drafters for free-text decoding (lossless: output == greedy), and their registry.
 
-The drafter registry: ``REGISTRY`` maps a name to a factory ``(document_ids, **options) -> DraftProposer``;
-``make_proposer(name, ...)`` builds one. Names: "none" (plain greedy), "pld" (prompt lookup),
-"spec-edit" (the document as draft, with re-anchoring). A new drafter is a module in this package
-implementing ``propose``/``update`` (``engine.drafters.base``) plus one registry line below; the
-decoders verify whatever it proposes (``engine.decode.verify``).
+``REGISTRY`` maps a drafter name to a factory ``(document_ids, **options) -> DraftProposer``;
+``make_proposer(drafter, ...)`` builds one (a ``DraftProposer`` instance passes through unchanged).
+``document_ids`` is the text the drafter may treat as "the document": the regen framing around the
+unedited document in full regeneration (``engine.decode.regen``), the document's own token ids inside
+the program decoder's gen bodies (``engine.decode.program``). ``options`` are hints every caller may
+pass (``window``: draft length, ``probe``: spec-edit's probing draft length); a drafter ignores those it
+has no use for.
+
+Names (``DRAFTERS``, in order): "none" (plain greedy), "pld" (prompt lookup), "spec-edit" (the
+document as draft, with re-anchoring). Front ends list these through ``engine.api.DRAFTERS``; the
+strategy registry (``engine.strategies``) names the drafter each regeneration strategy uses. A new
+drafter is a module in this package implementing ``propose``/``update`` (``engine.drafters.base``)
+plus one registry line below; every decoding loop verifies whatever it proposes
+(``engine.decode.verify``), so no drafter can change the output.
 """
 from __future__ import annotations
 
@@ -14,26 +23,30 @@ from engine.drafters.base import DraftProposer, NoDraft
 from engine.drafters.document import DocumentDraftProposer
 from engine.drafters.pld import PromptLookupProposer
 
-__all__ = ["DraftProposer", "NoDraft", "REGISTRY", "PROPOSERS", "make_proposer"]
+__all__ = ["DraftProposer", "NoDraft", "REGISTRY", "DRAFTERS", "make_proposer"]
 
 
-def _document(document_ids: list[int] | None, **options) -> DraftProposer:
+def _document(document_ids: list[int] | None, *, window: int = 32, probe: int | None = None,
+              **_) -> DraftProposer:
     if document_ids is None:
-        raise ValueError("the 'spec-edit' proposer needs document_ids (the document's token ids)")
-    return DocumentDraftProposer(document_ids, **options)
+        raise ValueError("the 'spec-edit' drafter needs document_ids (the document's token ids)")
+    return DocumentDraftProposer(document_ids, window=window, probe=probe)
 
 
 REGISTRY: dict[str, Callable[..., DraftProposer]] = {
-    "none": lambda document_ids, **options: NoDraft(),
-    "pld": lambda document_ids, **options: PromptLookupProposer(**options),
+    "none": lambda document_ids, **_: NoDraft(),
+    "pld": lambda document_ids, *, window=16, **_: PromptLookupProposer(window=window),
     "spec-edit": _document,
 }
-PROPOSERS = tuple(REGISTRY)
+DRAFTERS: tuple[str, ...] = tuple(REGISTRY)
 
 
-def make_proposer(name: str, *, document_ids: list[int] | None = None, **options) -> DraftProposer:
-    """Build a proposer by registry name; `document_ids` is required by "spec-edit"."""
-    factory = REGISTRY.get(name)
+def make_proposer(drafter: str | DraftProposer, *, document_ids: list[int] | None = None,
+                  **options) -> DraftProposer:
+    """The drafter called `drafter` in the registry (or `drafter` itself when it is already one)."""
+    if not isinstance(drafter, str):
+        return drafter
+    factory = REGISTRY.get(drafter)
     if factory is None:
-        raise ValueError(f"unknown proposer {name!r}; choose one of {', '.join(PROPOSERS)}")
+        raise ValueError(f"unknown drafter {drafter!r}; choose one of {', '.join(DRAFTERS)}")
     return factory(document_ids, **options)

@@ -42,6 +42,7 @@ def test_constructing_engine_does_not_import_torch():
     (dict(mode="lenient"), InvalidRequestError, "strict"),
     (dict(max_new_tokens=0), InvalidRequestError, "max_new_tokens"),
     (dict(instruction="  "), InvalidRequestError, "instruction"),
+    (dict(gen_drafter="medusa"), InvalidRequestError, "none, pld, spec-edit"),
 ])
 def test_invalid_requests_fail_before_loading(fields, error, words):
     engine = EditEngine()
@@ -50,6 +51,15 @@ def test_invalid_requests_fail_before_loading(fields, error, words):
         engine.edit(EditRequest(**args))
     assert isinstance(info.value, EngineError)
     assert not engine.loaded
+
+
+def test_gen_drafter_choices_come_from_the_drafter_registry():
+    from engine.api import DRAFTERS
+    from engine.drafters import REGISTRY
+
+    assert DRAFTERS == tuple(REGISTRY) and DRAFTERS[0] == "none"
+    with pytest.raises(InvalidRequestError, match="gen_drafter"):
+        EditEngine(gen_drafter="medusa")
 
 
 def test_load_is_idempotent_and_thread_safe(monkeypatch):
@@ -112,6 +122,21 @@ def tiny_engine():
     from engine.backends.model import tiny_random_model
 
     return EditEngine(tiny_random_model(seed=2))
+
+
+def _drafters():
+    from engine.api import DRAFTERS
+
+    return [d for d in DRAFTERS if d != "none"]
+
+
+@pytest.mark.parametrize("drafter", _drafters())
+def test_request_gen_drafter_changes_forwards_never_the_edit(tiny_engine, drafter):
+    """Every registered drafter, selected per request for the cad gen bodies, gives the edit of no drafter."""
+    request = EditRequest(DOC, "Rename line_4 to four.", max_new_tokens=48)
+    ref = tiny_engine.edit(request)
+    got = tiny_engine.edit(EditRequest(DOC, "Rename line_4 to four.", max_new_tokens=48, gen_drafter=drafter))
+    assert (got.text, got.program, got.stats.truncated) == (ref.text, ref.program, ref.stats.truncated)
 
 
 @pytest.mark.parametrize("strategy", ["regen", "spec-edit"])

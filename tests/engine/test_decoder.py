@@ -147,7 +147,7 @@ class _Oracle:
         self.updates.append(accepted)
 
 
-def test_gen_strategy_hook_is_lossless(tiny_model):
+def test_gen_drafter_hook_is_lossless(tiny_model):
     from engine.guide.tokens import program_token_ids
 
     pair = load_pairs("python")[1]
@@ -158,7 +158,7 @@ def test_gen_strategy_hook_is_lossless(tiny_model):
     for junk in (False, True):
         strat = _Oracle(target, junk=junk)
         strat.prompt_len = len(prompt.ids)
-        res = _run(tiny_model, pair.document, pair.instruction, forced=program, gen_strategy=strat)
+        res = _run(tiny_model, pair.document, pair.instruction, forced=program, drafter=strat)
         assert res.output_ids == base.output_ids and res.text == pair.gold
         assert strat.updates
         if not junk:
@@ -166,7 +166,7 @@ def test_gen_strategy_hook_is_lossless(tiny_model):
     free = _run(tiny_model, pair.document, pair.instruction, max_new_tokens=40)
     junk = _Oracle(target, junk=True)
     junk.prompt_len = len(prompt.ids)
-    spec = _run(tiny_model, pair.document, pair.instruction, max_new_tokens=40, gen_strategy=junk)
+    spec = _run(tiny_model, pair.document, pair.instruction, max_new_tokens=40, drafter=junk)
     assert spec.output_ids == free.output_ids
 
 

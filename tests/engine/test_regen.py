@@ -28,11 +28,11 @@ def test_forced_regen_reproduces_gold_one_forward_per_token(tiny, short_pairs):
     from engine.decode.regen import regenerate
 
     for pair in short_pairs:
-        r = regenerate(tiny, pair.document, pair.instruction, strategy="regen", forced=pair.gold)
+        r = regenerate(tiny, pair.document, pair.instruction, drafter="none", forced=pair.gold)
         assert r.text == pair.gold
         assert resolve(r.program, pair.document).text == pair.gold
-        assert r.stats.forced == len(r.output_ids) == r.stats.forwards
-        assert r.stats.decoded == r.stats.copied == 0 and not r.stats.truncated
+        assert r.stats.forced_tokens == len(r.output_ids) == r.stats.forwards
+        assert r.stats.decoded_tokens == r.stats.copied_tokens == 0 and not r.stats.truncated
         assert r.stopped_by == "end"
 
 
@@ -40,13 +40,13 @@ def test_forced_spec_edit_same_text_far_fewer_forwards(tiny, short_pairs):
     from engine.decode.regen import regenerate
 
     for pair in short_pairs:
-        reg = regenerate(tiny, pair.document, pair.instruction, strategy="regen", forced=pair.gold)
+        reg = regenerate(tiny, pair.document, pair.instruction, drafter="none", forced=pair.gold)
         for window in (16, 32, 64):
-            spec = regenerate(tiny, pair.document, pair.instruction, strategy="spec-edit",
+            spec = regenerate(tiny, pair.document, pair.instruction, drafter="spec-edit",
                               forced=pair.gold, window=window)
             assert spec.text == pair.gold and spec.output_ids == reg.output_ids
-            assert spec.stats.copied + spec.stats.forced == len(spec.output_ids)
-            assert spec.stats.copied > 0
+            assert spec.stats.copied_tokens + spec.stats.forced_tokens == len(spec.output_ids)
+            assert spec.stats.copied_tokens > 0
             assert spec.stats.forwards < reg.stats.forwards / 2
 
 
@@ -54,8 +54,8 @@ def test_free_strategies_identical_on_tiny_model(tiny, short_pairs):
     from engine.decode.regen import regenerate
 
     pair = short_pairs[0]
-    outs = {s: regenerate(tiny, pair.document, pair.instruction, strategy=s, max_new_tokens=40)
-            for s in ("regen", "spec-edit", "pld")}
+    outs = {s: regenerate(tiny, pair.document, pair.instruction, drafter=d, max_new_tokens=40)
+            for s, d in (("regen", "none"), ("spec-edit", "spec-edit"), ("pld", "pld"))}
     assert outs["regen"].output_ids == outs["spec-edit"].output_ids == outs["pld"].output_ids
     assert outs["regen"].stats.truncated and outs["regen"].warnings
     assert "max_new_tokens" in outs["regen"].warnings[0]
@@ -86,12 +86,22 @@ def test_cancel_maps_to_edit_cancelled(tiny, short_pairs):
     assert seen == [1, 2, 3]
 
 
-def test_unknown_strategy(tiny):
-    from engine.api import UnknownStrategyError
+def test_unknown_drafter(tiny):
     from engine.decode.regen import regenerate
 
-    with pytest.raises(UnknownStrategyError, match="spec-edit"):
-        regenerate(tiny, "x = 1\n", "Fix it.", strategy="medusa")
+    seen = []
+    with pytest.raises(ValueError, match="spec-edit"):  # the message names the registered drafters
+        regenerate(tiny, "x = 1\n", "Fix it.", drafter="medusa", on_forward=seen.append)
+    assert seen == []  # refused before any forward
+
+
+def test_strategy_registry_names_each_regen_drafter():
+    from engine.drafters import DRAFTERS
+    from engine.strategies import REGISTRY
+
+    regen = {s.name: s.drafter for s in REGISTRY.values() if s.family == "regen"}
+    assert regen == {"regen": "none", "spec-edit": "spec-edit"}
+    assert set(regen.values()) <= set(DRAFTERS)
 
 
 @pytest.mark.real_model
@@ -100,13 +110,13 @@ def test_real_model_spec_edit_and_pld_lossless(real_model, short_pairs):
     from engine.decode.regen import regenerate
 
     for pair in short_pairs[:2]:
-        reg = regenerate(real_model, pair.document, pair.instruction, strategy="regen", max_new_tokens=64)
+        reg = regenerate(real_model, pair.document, pair.instruction, drafter="none", max_new_tokens=64)
         for strategy in ("spec-edit", "pld"):
-            got = regenerate(real_model, pair.document, pair.instruction, strategy=strategy,
+            got = regenerate(real_model, pair.document, pair.instruction, drafter=strategy,
                              max_new_tokens=64)
             assert got.output_ids == reg.output_ids, (pair.task_id, strategy)
             assert got.text == reg.text
-            assert got.stats.copied + got.stats.decoded == len(got.output_ids)
+            assert got.stats.copied_tokens + got.stats.decoded_tokens == len(got.output_ids)
             assert got.stats.forwards <= reg.stats.forwards
         assert resolve(reg.program, pair.document).text == reg.text
 

@@ -11,63 +11,7 @@ from engine.drafters import NoDraft, make_proposer
 from engine.decode.generate import generate
 from engine.drafters.pld import PromptLookupProposer, find_ngram
 from engine.drafters.document import DocumentDraftProposer
-
-VOCAB = 50
-
-
-class NgramLM:
-    """A deterministic toy LM: next token = table[(t[-2], t[-1])] or a hash of the last 3 tokens."""
-
-    def __init__(self, text_ids: list[int], seed: int):
-        self.table = {(a, b): c for a, b, c in zip(text_ids, text_ids[1:], text_ids[2:])}
-        self.seed = seed
-
-    def next(self, seq: list[int]) -> int:
-        key = tuple(seq[-2:])
-        if key in self.table:
-            return self.table[key]
-        return hash((self.seed, tuple(seq[-3:]))) % VOCAB
-
-
-class FakeRunner:
-    """KVRunner's interface over NgramLM: feed returns one-hot logits, crop truncates."""
-
-    def __init__(self, lm: NgramLM):
-        self.lm = lm
-        self.ids: list[int] = []
-        self.forwards = 0
-
-    @property
-    def length(self) -> int:
-        return len(self.ids)
-
-    def feed(self, ids, keep=1):
-        self.ids.extend(ids)
-        self.forwards += 1
-        rows = []
-        for end in range(len(self.ids) - keep + 1, len(self.ids) + 1):
-            row = torch.zeros(VOCAB)
-            row[self.lm.next(self.ids[:end])] = 1.0
-            rows.append(row)
-        return torch.stack(rows)
-
-    def crop(self, length):
-        assert 0 <= length <= len(self.ids)
-        del self.ids[length:]
-
-
-def _edited(doc: list[int], rng: random.Random) -> list[int]:
-    out = list(doc)
-    for _ in range(rng.randint(0, 3)):
-        i = rng.randrange(len(out))
-        kind = rng.choice(["sub", "del", "ins"])
-        if kind == "sub":
-            out[i] = rng.randrange(VOCAB)
-        elif kind == "del" and len(out) > 2:
-            del out[i]
-        else:
-            out.insert(i, rng.randrange(VOCAB))
-    return out
+from tests.engine.toy_lm import VOCAB, FakeRunner, NgramLM, edited
 
 
 def test_verify_greedy_accepts_matching_prefix_and_crops():
@@ -95,7 +39,7 @@ def test_spec_edit_and_pld_lossless_on_many_random_docs(window):
     rng = random.Random(window)
     for case in range(60):
         doc = [rng.randrange(VOCAB) for _ in range(rng.randint(5, 120))]
-        lm = NgramLM(_edited(doc, rng), seed=case)
+        lm = NgramLM(edited(doc, rng), seed=case)
         prompt = [rng.randrange(VOCAB) for _ in range(5)] + doc
         budget = len(doc) + 10
         ref = generate(FakeRunner(lm), prompt, max_new_tokens=budget, stop_ids={0})
@@ -106,7 +50,7 @@ def test_spec_edit_and_pld_lossless_on_many_random_docs(window):
             assert got.ids == ref.ids, (case, type(proposer).__name__)
             assert got.stats.truncated == ref.stats.truncated
             assert got.stats.forwards <= ref.stats.forwards
-            assert got.stats.copied + got.stats.decoded == len(got.ids)
+            assert got.stats.copied_tokens + got.stats.decoded_tokens == len(got.ids)
 
 
 def test_spec_edit_copies_most_of_a_lightly_edited_document():
@@ -118,7 +62,7 @@ def test_spec_edit_copies_most_of_a_lightly_edited_document():
     ref = generate(FakeRunner(lm), edited[:2], max_new_tokens=len(edited) - 2)
     assert ref.ids == edited[2:]
     assert got.ids == ref.ids
-    assert got.stats.copied > 0.8 * len(got.ids)
+    assert got.stats.copied_tokens > 0.8 * len(got.ids)
     assert got.stats.forwards <= 8 < ref.stats.forwards
 
 
@@ -148,7 +92,7 @@ def test_registry():
     assert isinstance(make_proposer("none"), NoDraft)
     with pytest.raises(ValueError, match="document_ids"):
         make_proposer("spec-edit")
-    with pytest.raises(ValueError, match="unknown proposer"):
+    with pytest.raises(ValueError, match="unknown drafter"):
         make_proposer("medusa")
 
 
@@ -174,7 +118,7 @@ def test_lossless_with_real_kv_cache_on_tiny_model(tiny):
         for proposer in (DocumentDraftProposer(doc_ids, window=16), PromptLookupProposer(window=8)):
             got = generate(KVRunner(tiny.model), prompt, max_new_tokens=40, proposer=proposer)
             assert got.ids == ref.ids, case
-            accepted += got.stats.copied
+            accepted += got.stats.copied_tokens
     assert accepted > 0          # some drafts were (partly) accepted, so crops after rejections ran
 
 
