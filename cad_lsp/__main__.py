@@ -12,7 +12,7 @@ Owns the command line and the process-level logging setup:
   stderr is a terminal, and Python warnings from libraries are logged at INFO: editors log every
   stderr line of a language server as an error.
 * ``--preload`` loads the model after ``initialized`` instead of at the first edit;
-  ``--model``/``--device``/``--strategy``/``--max-new-tokens``/``--resolver-mode`` set
+  ``--model``/``--device``/``--strategy``/``--gen-drafter``/``--max-new-tokens``/``--resolver-mode`` set
   defaults that ``initializationOptions`` and ``workspace/configuration`` (section ``cad``)
   may override.
 """
@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 
-from .settings import RESOLVER_MODES, STRATEGIES, Settings
+from .settings import DRAFTERS, RESOLVER_MODES, STRATEGIES, Settings
 
 __all__ = ["main", "parse_args", "version"]
 
@@ -56,6 +56,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", default="default", help="model spec: 'default', a .gguf path or an HF directory")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
     p.add_argument("--strategy", default="cad", choices=STRATEGIES)
+    p.add_argument("--gen-drafter", default="none", choices=DRAFTERS,
+                   help="speculative drafter of cad gen bodies (lossless; default: none)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="decode budget per edit (default: auto)")
     p.add_argument("--resolver-mode", default="clipped", choices=RESOLVER_MODES)
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     from .server import build_server
 
     settings = Settings(model=args.model, device=args.device, strategy=args.strategy,
-                        max_new_tokens=args.max_new_tokens, resolver_mode=args.resolver_mode)
+                        gen_drafter=args.gen_drafter, max_new_tokens=args.max_new_tokens, resolver_mode=args.resolver_mode)
     server = build_server(settings, preload=args.preload)
     logging.getLogger(__name__).info("cad-lsp %s starting (%s)", version(), f"tcp {args.tcp}" if args.tcp else "stdio")
     if args.tcp:

@@ -99,7 +99,7 @@ def _build_request(ls: Any, args: EditArgs, text: str) -> EditRequest:
     return EditRequest(document=text, instruction=args.instruction.strip(),
                        strategy=strategy, line_range=line_range,
                        max_new_tokens=args.max_new_tokens or settings.max_new_tokens,
-                       mode=settings.resolver_mode)
+                       mode=settings.resolver_mode, gen_drafter=settings.gen_drafter)
 
 
 def _retrieve(task: asyncio.Task) -> None:

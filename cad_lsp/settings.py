@@ -5,6 +5,8 @@ Owns the ``cad`` settings section and its validation. Keys (camelCase, as client
 * ``model``: model spec for :class:`engine.api.EditEngine` ("default", a GGUF path, an HF dir)
 * ``device``: "auto" | "cpu" | "cuda" | ...
 * ``strategy``: one of :data:`engine.api.STRATEGIES`
+* ``genDrafter``: one of :data:`engine.api.DRAFTERS` (the drafter registry), default "none": the
+  speculative drafter of the ``cad``/``cad-tokens`` gen bodies (lossless: it changes forwards, never text)
 * ``maxNewTokens``: positive int, decode budget per edit
 * ``resolverMode``: "strict" | "clipped"
 * ``applyTruncated``: bool, default false. A program cut off by ``maxNewTokens`` is incomplete
@@ -24,14 +26,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from engine.api import MODES, STRATEGIES  # the strategy registry's names; importing engine.api is torch-free
+from engine.api import DRAFTERS, MODES, STRATEGIES  # the registries' names; importing engine.api is torch-free
 
-__all__ = ["Settings", "SettingsError", "SECTION", "STRATEGIES", "RESOLVER_MODES"]
+__all__ = ["Settings", "SettingsError", "SECTION", "STRATEGIES", "DRAFTERS", "RESOLVER_MODES"]
 
 SECTION = "cad"
 RESOLVER_MODES = MODES  # the engine's resolver modes (one definition: engine.program.resolver)
 
 _KEYS = {"model": "model", "device": "device", "strategy": "strategy",
+         "genDrafter": "gen_drafter", "gen_drafter": "gen_drafter",
          "maxNewTokens": "max_new_tokens", "max_new_tokens": "max_new_tokens",
          "resolverMode": "resolver_mode", "resolver_mode": "resolver_mode",
          "applyTruncated": "apply_truncated", "apply_truncated": "apply_truncated",
@@ -47,6 +50,7 @@ class Settings:
     model: str = "default"
     device: str = "auto"
     strategy: str = "cad"
+    gen_drafter: str = "none"
     max_new_tokens: int | None = None      # None: auto (the document's tokens + a margin)
     resolver_mode: str = "clipped"
     apply_truncated: bool = False
@@ -68,8 +72,8 @@ class Settings:
             field = _KEYS.get(key)
             if field is None:
                 warnings.append(f"{source}: unknown setting {SECTION}.{key} ignored "
-                                f"(known: model, device, strategy, maxNewTokens, resolverMode, applyTruncated, "
-                                f"applyEditTimeout)")
+                                f"(known: model, device, strategy, genDrafter, maxNewTokens, resolverMode, "
+                                f"applyTruncated, applyEditTimeout)")
                 continue
             changes[field] = _validate(field, value, key, source)
         return replace(self, **changes), warnings
@@ -95,6 +99,8 @@ def _validate(field: str, value: Any, key: str, source: str) -> Any:
         raise SettingsError(f"{where} must be a non-empty string")
     if field == "strategy" and value not in STRATEGIES:
         raise SettingsError(f"{where} is not a strategy; use one of {', '.join(STRATEGIES)}")
+    if field == "gen_drafter" and value not in DRAFTERS:
+        raise SettingsError(f"{where} is not a drafter; use one of {', '.join(DRAFTERS)}")
     if field == "resolver_mode" and value not in RESOLVER_MODES:
         raise SettingsError(f"{where} must be 'strict' or 'clipped'")
     return value

@@ -27,7 +27,7 @@ from clients.journal import JOURNAL_NAME, Journal
 from clients.line_endings import NotTextError, decode, encode
 from clients.progress_bar import ProgressBar
 from cad_lsp.placeholders import find_lazy_placeholders, refusal_message
-from engine.api import STRATEGIES  # the engine's strategy registry (torch-free import)
+from engine.api import DRAFTERS, STRATEGIES  # the engine's registries (torch-free import)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -94,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-resume", action="store_true", help="ignore the journal; redo every job")
     p.add_argument("--journal", type=Path, help=f"journal path (default: {JOURNAL_NAME} beside --jobs, else in --root)")
     p.add_argument("--strategy", default="cad", choices=STRATEGIES, help="engine strategy (default: cad)")
+    p.add_argument("--gen-drafter", default="none", choices=DRAFTERS,
+                   help="speculative drafter of cad gen bodies (lossless: same edit, fewer forwards; default: none)")
     p.add_argument("--model", default="default", help="model spec: default, an HF dir, or a .gguf path")
     p.add_argument("--max-new-tokens", type=_budget, default=None, metavar="N|auto",
                    help="decode budget per edit (default: auto = the edited text's tokens + a margin)")
@@ -138,10 +140,11 @@ def _make_backend(args, progress: ProgressBar):
         import shlex
         command = shlex.split(args.server_cmd) if args.server_cmd else None
         settings = {"cad": {"model": args.model, "device": args.device, "maxNewTokens": args.max_new_tokens,
-                            "strategy": args.strategy, "applyTruncated": True}}  # run_job decides
+                            "strategy": args.strategy, "genDrafter": args.gen_drafter,
+                            "applyTruncated": True}}  # run_job decides
         return LspBackend(command=command, settings=settings, strategy=args.strategy, root=args.root)
     return InProcessBackend(model=args.model, strategy=args.strategy, max_new_tokens=args.max_new_tokens,
-                            device=args.device, on_status=progress.message)
+                            device=args.device, on_status=progress.message, gen_drafter=args.gen_drafter)
 
 
 def _diff(old: str, new: str, label: str) -> str:

@@ -42,17 +42,19 @@ class InProcessBackend:
 
     def __init__(self, *, model: str = "default", strategy: str = "cad",
                  max_new_tokens: int | None = None, device: str = "auto",
-                 on_status: Callable[[str], None] | None = None):
+                 on_status: Callable[[str], None] | None = None, gen_drafter: str = "none"):
         try:
             from engine import api
         except ImportError as exc:
             raise BackendStartError(f"engine.api is not importable ({exc}); run from the repo root or install the package") from exc
         if strategy not in api.STRATEGIES:
             raise BackendStartError(f"unknown --strategy {strategy!r}; choose one of {', '.join(api.STRATEGIES)}")
+        if gen_drafter not in api.DRAFTERS:
+            raise BackendStartError(f"unknown --gen-drafter {gen_drafter!r}; choose one of {', '.join(api.DRAFTERS)}")
         self._api = api
         self.strategy = strategy
         self.max_new_tokens = max_new_tokens
-        self.engine = api.EditEngine(model, device, on_status=on_status)
+        self.engine = api.EditEngine(model, device, on_status=on_status, gen_drafter=gen_drafter)
 
     def edit(self, text, instruction, line_range, *, path=None) -> EditOutcome:
         api = self._api

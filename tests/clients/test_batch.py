@@ -46,6 +46,15 @@ def make_files(tmp_path: Path, n: int) -> list[Path]:
     return paths
 
 
+def test_gen_drafter_option_lists_the_drafter_registry():
+    from engine.api import DRAFTERS
+
+    parser = batch.build_parser()
+    action = next(a for a in parser._actions if "--gen-drafter" in a.option_strings)
+    assert tuple(action.choices) == DRAFTERS and action.default == "none"
+    assert "{" + ",".join(DRAFTERS) + "}" in parser.format_help()
+
+
 def test_diff_mode_prints_diff_and_changes_nothing(tmp_path, capsys):
     (p,) = make_files(tmp_path, 1)
     old = p.read_bytes()

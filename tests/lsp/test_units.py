@@ -83,6 +83,11 @@ def test_settings_merge_and_validation():
         Settings().merge({"maxNewTokens": 0}, source="cfg")
     with pytest.raises(SettingsError, match="strategy"):
         Settings().merge({"strategy": "magic"}, source="cfg")
+    assert Settings().gen_drafter == "none"  # the default: gen bodies are not drafted
+    s, _ = Settings().merge({"cad": {"genDrafter": "pld"}}, source="cfg")
+    assert s.gen_drafter == "pld"
+    with pytest.raises(SettingsError, match="genDrafter.*none, pld"):  # choices from engine.api.DRAFTERS
+        Settings().merge({"genDrafter": "magic"}, source="cfg")
 
 
 def test_parse_edit_args_shapes():

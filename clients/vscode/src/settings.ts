@@ -12,6 +12,7 @@ export interface CadSettings {
   model: string;
   device: string;
   strategy: string;
+  genDrafter: string;
   maxNewTokens: number | 'auto';
   resolverMode: string;
   applyTruncated: boolean;
@@ -32,6 +33,7 @@ export function cadSettings(): CadSettings {
     model: c.get<string>('model', 'default'),
     device: c.get<string>('device', 'auto'),
     strategy: c.get<string>('strategy', 'cad'),
+    genDrafter: c.get<string>('genDrafter', 'none'),
     maxNewTokens: typeof budget === 'number' && budget >= 1 ? Math.floor(budget) : 'auto',
     resolverMode: c.get<string>('resolverMode', 'clipped'),
     applyTruncated: c.get<boolean>('applyTruncated', false),
