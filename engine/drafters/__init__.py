@@ -9,7 +9,8 @@ pass (``window``: draft length, ``probe``: spec-edit's probing draft length); a 
 has no use for.
 
 Names (``DRAFTERS``, in order): "none" (plain greedy), "pld" (prompt lookup), "spec-edit" (the
-document as draft, with re-anchoring). Front ends list these through ``engine.api.DRAFTERS``; the
+document as draft, with re-anchoring), "replaced-lines" (a gen body drafted from the document lines it
+replaces, then prompt lookup). Front ends list these through ``engine.api.DRAFTERS``; the
 strategy registry (``engine.strategies``) names the drafter each regeneration strategy uses. A new
 drafter is a module in this package implementing ``propose``/``update`` (``engine.drafters.base``)
 plus one registry line below; every decoding loop verifies whatever it proposes
@@ -22,6 +23,7 @@ from typing import Callable
 from engine.drafters.base import DraftProposer, NoDraft
 from engine.drafters.document import DocumentDraftProposer
 from engine.drafters.pld import PromptLookupProposer
+from engine.drafters.replaced import ReplacedLinesProposer
 
 __all__ = ["DraftProposer", "NoDraft", "REGISTRY", "DRAFTERS", "make_proposer"]
 
@@ -37,6 +39,7 @@ REGISTRY: dict[str, Callable[..., DraftProposer]] = {
     "none": lambda document_ids, **_: NoDraft(),
     "pld": lambda document_ids, *, window=16, **_: PromptLookupProposer(window=window),
     "spec-edit": _document,
+    "replaced-lines": lambda document_ids, *, window=16, **_: ReplacedLinesProposer(document_ids or [], window=window),
 }
 DRAFTERS: tuple[str, ...] = tuple(REGISTRY)
 
