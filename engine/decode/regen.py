@@ -138,8 +138,8 @@ def regenerate(
     warnings = []
     if gen.stats.truncated:
         warnings.append(
-            f"{'regen' if name == 'none' else name}: output truncated at {max_new_tokens} tokens before the document ended; "
-            f"the rest of the document is missing from the result. Raise max_new_tokens or edit a "
+            f"{'regen' if name == 'none' else name}: output truncated at {max_new_tokens} tokens before the "
+            f"document ended; the rest of the document is missing from the result. Raise max_new_tokens or edit a "
             f"smaller line range."
         )
     return RegenResult(
