@@ -207,7 +207,7 @@ class _Decoder:
             self.ops.append(Gen(""))
             self.r.truncated = True
             return
-        c = self.request([], max_tokens=budget, stop=[GEN_CLOSE])
+        c = self.request([], max_tokens=budget, stop=[GEN_CLOSE], stop_ids=self.table.stop_ids)
         model_ids = list(c.token_ids) if c.token_ids is not None else None
         if c.finish == "length":
             body_ids = model_ids if model_ids is not None else list(self.tok.encode(c.text, add_special_tokens=False))

@@ -100,7 +100,7 @@ class Server:
                                   f"/v1/models (no max_model_len)")
 
     # ---- one completion ---------------------------------------------------------------------------
-    def _body(self, prompt_ids, max_tokens, grammar, stop) -> tuple[str, dict]:
+    def _body(self, prompt_ids, max_tokens, grammar, stop, stop_ids=None) -> tuple[str, dict]:
         body = {"model": self.model, "prompt": list(prompt_ids), "temperature": 0.0, "top_p": 1.0, "seed": 0,
                 "stream": False}
         if self.dialect == "llama.cpp":
@@ -111,16 +111,18 @@ class Server:
                 body["stop"] = list(stop)
             return f"{self.spec.root_url}/completion", body
         body.update(max_tokens=max_tokens, return_token_ids=True, skip_special_tokens=False)
+        if stop_ids:   # the in-process stop tokens (every special id); llama.cpp stops at its EOG ids
+            body["stop_token_ids"] = sorted(int(t) for t in stop_ids)
         if grammar is not None:
             body["structured_outputs"] = {"grammar": grammar}
         if stop:
             body["stop"] = list(stop)
         return f"{self.spec.base_url}/completions", body
 
-    def complete(self, prompt_ids, *, max_tokens: int, grammar: str | None = None, stop=None,
+    def complete(self, prompt_ids, *, max_tokens: int, grammar: str | None = None, stop=None, stop_ids=None,
                  cancel: threading.Event | None = None) -> Completion:
         """One greedy completion (see module doc); raises RemoteError subclasses, EditCancelled."""
-        url, body = self._body(prompt_ids, max(1, int(max_tokens)), grammar, stop)
+        url, body = self._body(prompt_ids, max(1, int(max_tokens)), grammar, stop, stop_ids)
         with self._lock:
             self.requests += 1
         try:

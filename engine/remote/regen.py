@@ -32,12 +32,12 @@ def regenerate_remote(server, tokenizer, document: str, instruction: str, *, str
     ids = list(rendered.ids)
     if len(ids) + max_new_tokens > int(server.context_length):
         raise ContextOverflowError(len(ids), int(server.context_length), max_new_tokens)
-    c = server.complete(ids, max_tokens=max_new_tokens, stop=[REGEN_CLOSE], cancel=cancel)
+    from engine.guide.tokens import stop_ids
+
+    stops = stop_ids(tokenizer)
+    c = server.complete(ids, max_tokens=max_new_tokens, stop=[REGEN_CLOSE], stop_ids=stops, cancel=cancel)
     raw = c.text
     if c.token_ids is not None:
-        from engine.guide.tokens import stop_ids
-
-        stops = stop_ids(tokenizer)
         kept = []
         for t in c.token_ids:
             if t in stops:

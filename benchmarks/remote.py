@@ -1,0 +1,151 @@
+"""Copy-as-Decode on a serving engine (engine.remote): parity with in-process, and cost vs regeneration.
+
+    python -m benchmarks.remote parity  [--url URL] [--cases N] [--json out.json]
+    python -m benchmarks.remote compare [--url URL] [--cases N] [--json out.json]
+
+Without ``--url`` a llama.cpp server is started on loopback with the default weights (adapter
+merged, f32 GGUF; ``engine.remote.llama_server``); ``--url`` takes any remote model spec (e.g.
+``make serve``'s ``http://127.0.0.1:8000/v1#smollm2-135m-cad``). Cases: the first N HumanEvalPack-Fix
+pairs per language (``benchmarks.common.load_corpora``, as the other benchmarks), the pair's own
+instruction, automatic budget, greedy.
+
+* ``parity``: the same edit through the in-process engine (``EditEngine("default", "cpu")``) and the
+  server, strategy ``cad``: is the program identical, the text identical; where not, the first
+  differing op. Rate = identical programs / cases.
+* ``compare``: prompt-level CaD vs full regeneration on the same server: output tokens the server
+  generated, requests per edit, wall time, prompt tokens the server took from its prefix cache (from
+  the answers), and the server's own counters (``/metrics``: vLLM ``prefix_cache_*``, llama.cpp
+  ``prompt_tokens_total`` / ``tokens_predicted_total``) before and after the run.
+"""
+from __future__ import annotations
+
+import re
+import sys
+import time
+
+from benchmarks.common import bench_argparser, load_corpora, write_report
+
+_METRIC = re.compile(r"^([a-zA-Z_:]+(?:prefix_cache_(?:hits|queries)|prompt_tokens|tokens_predicted|"
+                     r"generation_tokens|prompt_tokens_cached)[a-zA-Z_]*)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
+
+
+def _cases(n):
+    corpora = load_corpora(n)
+    return [p for lang in corpora for p in corpora[lang]]
+
+
+def server_metrics(root_url: str) -> dict:
+    """Counters of interest from the server's Prometheus /metrics ({} when it has none)."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{root_url}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+    except Exception:
+        return {}
+    out: dict = {}
+    for line in text.splitlines():
+        m = _METRIC.match(line.strip())
+        if m:
+            out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(2))
+    return out
+
+
+def _first_diff(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return min(len(a), len(b)) if len(a) != len(b) else None
+
+
+def run_parity(url: str, cases) -> tuple[list, dict]:
+    from engine.api import EditEngine, EditRequest
+    from engine.program.grammar import serialize
+
+    local, remote = EditEngine("default", "cpu"), EditEngine(url)
+    rows = []
+    for k, pair in enumerate(cases):
+        req = EditRequest(pair.document, pair.instruction, strategy="cad")
+        t0 = time.perf_counter()
+        a = local.edit(req)
+        t1 = time.perf_counter()
+        b = remote.edit(req)
+        t2 = time.perf_counter()
+        diff = _first_diff(a.program, b.program)
+        rows.append({"task": pair.task_id, "same_program": diff is None, "same_text": a.text == b.text,
+                     "first_diff_op": diff if diff is not None else "", "ops": len(a.program),
+                     "truncated_local": a.stats.truncated, "truncated_remote": b.stats.truncated,
+                     "local_ms": round((t1 - t0) * 1000), "remote_ms": round((t2 - t1) * 1000),
+                     "requests": b.stats.forwards,
+                     "local_program": serialize(a.program)[:400] if diff is not None else "",
+                     "remote_program": serialize(b.program)[:400] if diff is not None else ""})
+        print(f"case {k + 1}/{len(cases)} {pair.task_id}: same={diff is None}", file=sys.stderr, flush=True)
+    same = sum(r["same_program"] for r in rows)
+    return rows, {"parity_rate": same / max(1, len(rows)), "same_programs": same, "cases": len(rows),
+                  "same_texts": sum(r["same_text"] for r in rows)}
+
+
+def run_compare(url: str, cases) -> tuple[list, dict]:
+    from engine.api import EditEngine, EditRequest
+
+    engine = EditEngine(url)
+    engine.load()
+    root = engine.model.server.spec.root_url
+    before = server_metrics(root)
+    rows = []
+    for k, pair in enumerate(cases):
+        row = {"task": pair.task_id}
+        for strategy in ("cad", "regen"):
+            t0 = time.perf_counter()
+            r = engine.edit(EditRequest(pair.document, pair.instruction, strategy=strategy))
+            ms = (time.perf_counter() - t0) * 1000
+            generated = r.stats.decoded_tokens
+            row.update({f"{strategy}_decoded": generated, f"{strategy}_requests": r.stats.forwards,
+                        f"{strategy}_ms": round(ms), f"{strategy}_truncated": r.stats.truncated})
+            if strategy == "cad":
+                row["cad_copied"] = r.stats.copied_tokens
+        rows.append(row)
+        print(f"case {k + 1}/{len(cases)} {pair.task_id}", file=sys.stderr, flush=True)
+    after = server_metrics(root)
+    n = max(1, len(rows))
+    summary = {
+        "cases": len(rows), "server": engine.model.server.dialect,
+        "cad_decoded_mean": sum(r["cad_decoded"] for r in rows) / n,
+        "regen_decoded_mean": sum(r["regen_decoded"] for r in rows) / n,
+        "cad_requests_mean": sum(r["cad_requests"] for r in rows) / n,
+        "cad_ms_mean": sum(r["cad_ms"] for r in rows) / n, "regen_ms_mean": sum(r["regen_ms"] for r in rows) / n,
+        "metrics_delta": {k: after[k] - before.get(k, 0.0) for k in after},
+    }
+    summary["decoded_ratio"] = summary["cad_decoded_mean"] / max(1e-9, summary["regen_decoded_mean"])
+    summary["wall_ratio_regen_over_cad"] = summary["regen_ms_mean"] / max(1e-9, summary["cad_ms_mean"])
+    return rows, summary
+
+
+def main(argv=None) -> int:
+    p = bench_argparser(__doc__.split("\n\n")[0], default_cases=10)
+    p.add_argument("mode", choices=("parity", "compare"))
+    p.add_argument("--url", default=None, help="remote model spec (default: start llama.cpp on loopback)")
+    args = p.parse_args(argv)
+    server = None
+    url = args.url
+    if url is None:
+        from engine.remote.llama_server import start_llama_server
+
+        server = start_llama_server(extra=("--metrics",))
+        url = server.spec
+    try:
+        cases = _cases(args.cases)
+        rows, summary = (run_parity if args.mode == "parity" else run_compare)(url, cases)
+    finally:
+        if server is not None:
+            server.stop()
+    cols = None if args.mode == "compare" else [c for c in rows[0] if not c.endswith("_program")] if rows else None
+    write_report(f"remote-{args.mode}", rows, args.json_path, extra={"summary": summary, "url": url}, columns=cols)
+    print({k: v for k, v in summary.items() if k != "metrics_delta"})
+    if summary.get("metrics_delta"):
+        print("server metrics delta:", summary["metrics_delta"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
