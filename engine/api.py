@@ -68,12 +68,16 @@ class EditEngine:
 
     def __init__(self, model="default", device: str = "auto", *,
                  on_status: Callable[[str], None] | None = None, spec_edit_window: int = 32,
-                 spec_edit_probe: int | None = None, gen_drafter: str = "none"):
+                 spec_edit_probe: int | None = None, gen_drafter: str = "none", prefix_cache: bool = True):
         # `model` is a spec ("default", an HF dir, a .gguf path) or an already loaded LoadedModel.
         # spec_edit_window / spec_edit_probe: draft size for "spec-edit" (engine.drafters.document);
         # gen_drafter: the DRAFTERS name drafting inside cad gen bodies unless a request names one
         # (lossless either way).
+        # prefix_cache: a model this engine loads keeps the KV of recent prompts, so the system
+        # prompt and a document edited again are not prefilled twice (engine.backends.prefix_cache);
+        # a LoadedModel passed in keeps its own setting.
         check_drafter(gen_drafter)
+        self._prefix_cache = prefix_cache
         self._spec = model if isinstance(model, str) else getattr(model, "spec", "preloaded")
         self._loaded = None if isinstance(model, str) else model
         self._device = device
@@ -109,6 +113,10 @@ class EditEngine:
 
             self._status(f"loading model {self._spec} ...")
             loaded = load_model(self._spec, self._device, progress=self._on_status)
+            if self._prefix_cache and getattr(loaded, "prefix_cache", False) is None:
+                from engine.backends.prefix_cache import PrefixCache
+
+                loaded.prefix_cache = PrefixCache()
             self._loaded = loaded
             self._status(f"model ready ({getattr(loaded, 'device', '?')}, {getattr(loaded, 'dtype', '?')})")
 

@@ -91,3 +91,21 @@ def test_bounded_memory_least_recently_used_first_and_short_prompts_not_kept(tin
 def test_invalid_bounds_are_refused():
     with pytest.raises(ValueError):
         PrefixCache(max_tokens=0)
+
+
+def test_engine_that_loads_its_model_keeps_a_prefix_cache_and_edits_the_same(real_model):
+    """EditEngine("default") turns the cache on; a second edit of the same document reuses its
+    prompt up to the instruction and produces exactly what a cold model produces."""
+    from engine.api import EditEngine, EditRequest
+
+    doc = "def mean(xs):\n    return sum(xs) / len(xs) + 1\n\n\ndef total(xs):\n    return sum(xs)\n"
+    engine = EditEngine("default", "cpu")
+    cold = EditEngine(real_model)  # a LoadedModel passed in keeps its own setting: no cache
+    engine.edit(EditRequest(doc, "Fix mean."))
+    second = EditRequest(doc, "Rename total to grand_total.")
+    warm_result = engine.edit(second)
+    cache = engine.model.prefix_cache
+    assert cache is not None and cache.hits >= 1 and cache.tokens_reused > 40
+    assert real_model.prefix_cache is None
+    cold_result = cold.edit(second)
+    assert warm_result.program == cold_result.program and warm_result.text == cold_result.text
