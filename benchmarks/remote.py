@@ -25,8 +25,8 @@ import time
 
 from benchmarks.common import bench_argparser, load_corpora, write_report
 
-_METRIC = re.compile(r"^([a-zA-Z_:]+(?:prefix_cache_(?:hits|queries)|prompt_tokens|tokens_predicted|"
-                     r"generation_tokens|prompt_tokens_cached)[a-zA-Z_]*)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
+_METRIC = re.compile(r"^([a-zA-Z_:]*(?:prefix_cache_(?:hits|queries)|prompt_tokens|tokens_predicted|"
+                     r"generation_tokens)_total)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
 
 
 def _cases(n):
@@ -139,7 +139,7 @@ def main(argv=None) -> int:
     finally:
         if server is not None:
             server.stop()
-    cols = None if args.mode == "compare" else [c for c in rows[0] if not c.endswith("_program")] if rows else None
+    cols = None if args.mode == "compare" else [c for c in rows[0] if c not in ("local_program", "remote_program")] if rows else None
     write_report(f"remote-{args.mode}", rows, args.json_path, extra={"summary": summary, "url": url}, columns=cols)
     print({k: v for k, v in summary.items() if k != "metrics_delta"})
     if summary.get("metrics_delta"):

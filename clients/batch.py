@@ -20,6 +20,7 @@ from pathlib import Path
 from clients.atomic_write import (
     ChangedOnDiskError, ReadOnlyFileError, atomic_replace, clean_stale_temp_files, content_hash, is_read_only,
 )
+from clients.fanout import LockedJournal, PerThread, run_fanout, throughput
 from clients.edit_backends import (BackendError, BackendStartError, InProcessBackend, LspBackend,
                                    load_backend_factory)
 from clients.jobs import Job, JobsFileError, OutsideRootError, confine, read_jobs_file
@@ -104,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--server-cmd", help="server command line for --via-lsp (default: this python -m cad_lsp)")
     p.add_argument("--engine-factory", metavar="MODULE:CALLABLE",
                    help="use CALLABLE(args) as the edit backend instead of the engine (tests, plugins)")
+    p.add_argument("--concurrency", type=int, default=1, metavar="N",
+                   help="keep N edits in flight (needs a server model: --model http://HOST:PORT/v1)")
     p.add_argument("--json", dest="json_path", type=Path, help="also write the per-job report as JSON here")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     return p
@@ -278,6 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("-i given but no FILE arguments")
     if not jobs:
         parser.error("nothing to do: give FILE… -i INSTRUCTION, or --jobs jobs.jsonl")
+    if args.concurrency < 1 or args.concurrency > 64:
+        parser.error("--concurrency must be between 1 and 64")
+    if args.concurrency > 1 and not (args.engine_factory or str(args.model).startswith(("http://", "https://"))):
+        parser.error("--concurrency > 1 needs a serving engine: --model http://HOST:PORT/v1 (an in-process "
+                     "model edits one file at a time)")
 
     reports: list[JobReport] = []
     runnable: list[tuple[Job, JobReport]] = []
@@ -309,24 +317,41 @@ def main(argv: list[str] | None = None) -> int:
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     exit_code: int | None = None
+    started = time.monotonic()
+    workers = PerThread(lambda: _make_backend(args, progress)) if args.concurrency > 1 else None
+    if workers is not None and journal is not None:
+        journal = LockedJournal(journal)
+
+    def one(job, report) -> None:
+        start = time.monotonic()
+        try:
+            run_job(job, report, args=args, root=root, journal=journal, get_backend=workers or get_backend)
+        except OSError as exc:
+            report.status, report.detail = "failed", f"{job.path}: {exc}"
+        finally:
+            report.seconds = time.monotonic() - start
+
+    def done(job, report) -> None:
+        if report.status in ("failed", "refused", "truncated"):  # always shown, even with -q
+            note = f"cad-apply: {report.status}: {report.detail}"
+            progress.message(note) if progress.enabled else print(note, file=sys.stderr)
+        progress.advance(f"{report.status} {_relative(job.path, root)}")
+
     try:
-        for job, report in runnable:
-            start = time.monotonic()
-            try:
-                run_job(job, report, args=args, root=root, journal=journal, get_backend=get_backend)
-            except BackendStartError as exc:
-                report.status, report.detail = "failed", str(exc)
-                print(f"cad-apply: cannot start the edit backend: {exc}", file=sys.stderr)
-                exit_code = EXIT_START
-                break
-            except OSError as exc:
-                report.status, report.detail = "failed", f"{job.path}: {exc}"
-            finally:
-                report.seconds = time.monotonic() - start
-            if report.status in ("failed", "refused", "truncated"):  # always shown, even with -q
-                note = f"cad-apply: {report.status}: {report.detail}"
-                progress.message(note) if progress.enabled else print(note, file=sys.stderr)
-            progress.advance(f"{report.status} {_relative(job.path, root)}")
+        try:
+            if workers is not None:
+                run_fanout(runnable, args.concurrency, one, done)
+            else:
+                for job, report in runnable:
+                    one(job, report)
+                    done(job, report)
+        except BackendStartError as exc:
+            for r in reports:
+                if r.status == "pending" and r.detail == "":
+                    r.status, r.detail = "failed", str(exc)
+                    break
+            print(f"cad-apply: cannot start the edit backend: {exc}", file=sys.stderr)
+            exit_code = EXIT_START
     except KeyboardInterrupt:
         exit_code = EXIT_SIGINT
     except Interrupted:
@@ -337,14 +362,18 @@ def main(argv: list[str] | None = None) -> int:
         for r in reports:
             if r.status == "pending":
                 r.status = "not-run"
+        errors = workers.close_all() if workers is not None else []
         if backend is not None:
             try:
                 backend.close()
             except Exception as exc:  # closing must not hide the real outcome
-                print(f"cad-apply: warning: closing the backend failed: {exc}", file=sys.stderr)
+                errors.append(exc)
+        for exc in errors:
+            print(f"cad-apply: warning: closing the backend failed: {exc}", file=sys.stderr)
 
     if not args.quiet:
         print(_summary(reports, root), file=sys.stderr)
+        print(throughput(reports, time.monotonic() - started), file=sys.stderr)
     if args.json_path:
         args.json_path.write_text(json.dumps([
             {"path": str(r.job.path), "instruction": r.job.instruction,

@@ -83,7 +83,7 @@ def start_llama_server(gguf: str | Path | None = None, *, port: int = 0, ctx: in
         gguf = merged_gguf()
     port = port or free_port()
     log = Path(tempfile.mkstemp(prefix="cad-llama-server-", suffix=".log")[1])
-    threads = threads or max(1, min(4, os.cpu_count() or 1))
+    threads = threads or max(1, min(8, (os.cpu_count() or 2) // 2))   # spin-waiting threads hurt on a shared box
     cmd = [str(llama_server_binary()), "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
            "--alias", SERVED_NAME, "--ctx-size", str(ctx), "--parallel", "1", "--threads", str(threads),
            "--no-webui", *extra]
