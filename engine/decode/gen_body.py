@@ -31,7 +31,9 @@ class GenBodies:
                 return
             # a round commits at most the draft + 1 token: never past the budget or the context window
             room = max(0, min(self.max_new - self._spent() - 1, self._room() - 3))
-            draft = list(self.drafter.propose(self.prompt_ids + self.out, body))[:room]
+            draft = []
+            if not self._close_draft(body):  # once </gen> is begun, its rest (+ the next header) is the draft
+                draft = list(self.drafter.propose(self.prompt_ids + self.out, body))[:room]
             if not draft and self.pending:
                 ended = self._close_then_header(start, body)
                 if ended is not None:

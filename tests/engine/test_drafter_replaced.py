@@ -78,11 +78,13 @@ def test_program_decoder_lossless_on_tiny_model_free(tiny_model):
 
 def test_program_decoder_lossless_on_tiny_model_forced(tiny_model):
     """Forced to the gold program: the same tokens, and the replaced lines are accepted as drafts."""
-    accepted = 0
+    accepted, forwards, ref_forwards = 0, 0, 0
     for pair in _pairs():
         program = line_program(pair.document, pair.gold)
         ref = decode_program(tiny_model, pair.document, pair.instruction, forced=program)
         got = decode_program(tiny_model, pair.document, pair.instruction, forced=program, drafter="replaced-lines")
         assert got.output_ids == ref.output_ids and got.text == ref.text == pair.gold, pair.task_id
         accepted += got.stats.draft_accepted
+        forwards, ref_forwards = forwards + got.stats.forwards, ref_forwards + ref.stats.forwards
     assert accepted > 0
+    assert forwards < ref_forwards   # the replaced lines save forwards here
