@@ -9,12 +9,16 @@ gives no logits, so decoding is prompt-level (one request per op), not a ``Sessi
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
 from engine.remote.client import Server
 from engine.remote.edit import run_remote_edit
 from engine.remote.spec import parse_remote_spec
+
+
+_CONNECT_LOCK = threading.Lock()   # first imports of transformers and the tokenizer cache are not thread-safe
 
 
 @dataclass
@@ -44,7 +48,8 @@ def connect(spec: str, device: str = "auto", *, progress: Callable[[str], None] 
 
     parsed = parse_remote_spec(spec)
     server = Server.connect(parsed)
-    tokenizer = load_tokenizer(parsed.tokenizer)
+    with _CONNECT_LOCK:
+        tokenizer = load_tokenizer(parsed.tokenizer)
     if check:
         server.check_tokenizer(tokenizer)
         server.check_grammar(tokenizer)

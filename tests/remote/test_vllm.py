@@ -24,7 +24,7 @@ from engine.remote.vllm_server import VLLM_VENV, start_vllm_server
 from evaluation.corpus import data_dir
 from tests.lsp.lsp_client import execute, new_token, open_doc, start_client
 
-pytestmark = [pytest.mark.real_model, pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
 
 def _humaneval():
@@ -67,6 +67,7 @@ async def client(vllm):
     await client.shutdown_session()
 
 
+@pytest.mark.asyncio(loop_scope="module")
 async def test_lsp_edit_through_vllm_equals_in_process(client, vllm):
     root = vllm.url[:-3]
     hits0, queries0 = _metric(root, "vllm:prefix_cache_hits"), _metric(root, "vllm:prefix_cache_queries")
