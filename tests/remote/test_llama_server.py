@@ -10,7 +10,7 @@ import pytest
 
 from engine.api import EditEngine, EditRequest
 from engine.errors import ContextOverflowError, EditCancelled
-from engine.program.grammar import CopyLines, parse
+from engine.program.grammar import CopyLines
 from engine.program.resolver import resolve
 from engine.prompt import render_prompt
 from engine.remote.errors import RemoteModelError

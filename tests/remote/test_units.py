@@ -135,3 +135,45 @@ def test_url_spec_keeps_engine_api_torch_free():
     code = ("import sys; from engine.api import EditEngine; EditEngine('http://127.0.0.1:9/v1'); "
             "bad = [m for m in ('torch', 'transformers') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
+
+
+class _Routes(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-shaped endpoint that ignores grammars (exercises the connect-time check, not an engine)."""
+
+    routes: dict = {}
+
+    def _answer(self):
+        if self.command == "POST":
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        status, body = self.routes.get(self.path, (404, {"error": {"message": "not found"}}))
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args):
+        pass
+
+
+def test_server_that_ignores_grammars_is_refused_at_connect():
+    from engine.remote.errors import GrammarUnsupportedError, RemoteModelError
+
+    _Routes.routes = {
+        "/v1/models": (200, {"data": [{"id": "m", "owned_by": "acme", "max_model_len": 2048}]}),
+        "/v1/completions": (200, {"choices": [{"text": "Hello there", "finish_reason": "length"}], "usage": {}}),
+    }
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Routes)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        with pytest.raises(GrammarUnsupportedError, match="ignored the grammar constraint"):
+            EditEngine(url).load()
+        with pytest.raises(RemoteModelError, match="does not serve the model 'x'; it serves: m"):
+            EditEngine(url + "#x").load()
+    finally:
+        server.shutdown()
+        server.server_close()
