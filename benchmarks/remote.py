@@ -1,7 +1,8 @@
 """Copy-as-Decode on a serving engine (engine.remote): parity with in-process, and cost vs regeneration.
 
     python -m benchmarks.remote parity  [--url URL] [--cases N] [--json out.json]
-    python -m benchmarks.remote compare [--url URL] [--cases N] [--json out.json]
+    python -m benchmarks.remote compare [--url URL] [--cases N] [--long K] [--json out.json]
+    python -m benchmarks.remote fanout  [--url URL] [--cases N] [--levels 1,4,16] [--json out.json]
 
 Without ``--url`` a llama.cpp server is started on loopback with the default weights (adapter
 merged, f32 GGUF; ``engine.remote.llama_server``); ``--url`` takes any remote model spec (e.g.
@@ -15,7 +16,11 @@ instruction, automatic budget, greedy.
 * ``compare``: prompt-level CaD vs full regeneration on the same server: output tokens the server
   generated, requests per edit, wall time, prompt tokens the server took from its prefix cache (from
   the answers), and the server's own counters (``/metrics``: vLLM ``prefix_cache_*``, llama.cpp
-  ``prompt_tokens_total`` / ``tokens_predicted_total``) before and after the run.
+  ``prompt_tokens_total`` / ``tokens_predicted_total``) before and after the run. ``--long K``: each
+  document is the buggy function between K-1 correct ones (the gold of the neighbouring pairs), a
+  long-document case where most of the output is copied.
+* ``fanout``: the cases' CaD edits with 1, 4, 16 in flight (one engine per worker thread, as
+  ``cad-apply --concurrency``): wall time and edits per minute per level.
 """
 from __future__ import annotations
 
@@ -29,9 +34,22 @@ _METRIC = re.compile(r"^([a-zA-Z_:]*(?:prefix_cache_(?:hits|queries)|prompt_toke
                      r"generation_tokens)_total)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
 
 
-def _cases(n):
-    corpora = load_corpora(n)
-    return [p for lang in corpora for p in corpora[lang]]
+def _cases(n, long: int = 1):
+    from dataclasses import replace
+
+    corpora = load_corpora(n * long if long > 1 else n)
+    if long <= 1:
+        return [p for lang in corpora for p in corpora[lang]]
+    out = []
+    for lang, pairs in corpora.items():
+        for i in range(0, len(pairs) - long + 1, long):
+            group = pairs[i:i + long]
+            mid = long // 2
+            parts = [g.gold.rstrip("\n") for g in group[:mid]] + [group[mid].document.rstrip("\n")] + \
+                    [g.gold.rstrip("\n") for g in group[mid + 1:]]
+            out.append(replace(group[mid], task_id=f"{group[mid].task_id}+{long - 1}",
+                               document="\n\n".join(parts) + "\n"))
+    return out
 
 
 def server_metrics(root_url: str) -> dict:
@@ -121,9 +139,39 @@ def run_compare(url: str, cases) -> tuple[list, dict]:
     return rows, summary
 
 
+def run_fanout(url: str, cases, levels) -> tuple[list, dict]:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engine.api import EditEngine, EditRequest
+
+    local = threading.local()
+
+    def one(pair):
+        engine = getattr(local, "engine", None)
+        if engine is None:
+            engine = local.engine = EditEngine(url)
+        return engine.edit(EditRequest(pair.document, pair.instruction, strategy="cad")).text
+
+    rows, texts = [], None
+    for level in levels:
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(level) as pool:
+            out = list(pool.map(one, cases))
+        wall = time.perf_counter() - t0
+        texts = texts or out
+        rows.append({"concurrency": level, "edits": len(cases), "wall_s": round(wall, 2),
+                     "edits_per_min": round(len(cases) / wall * 60, 1), "same_texts_as_level_1": out == texts})
+        print(f"concurrency {level}: {wall:.1f} s", file=sys.stderr, flush=True)
+    base = rows[0]["edits_per_min"]
+    return rows, {f"speedup_{r['concurrency']}": r["edits_per_min"] / base for r in rows}
+
+
 def main(argv=None) -> int:
     p = bench_argparser(__doc__.split("\n\n")[0], default_cases=10)
-    p.add_argument("mode", choices=("parity", "compare"))
+    p.add_argument("mode", choices=("parity", "compare", "fanout"))
+    p.add_argument("--long", type=int, default=1, help="compare: K functions per document (default 1)")
+    p.add_argument("--levels", default="1,4,16", help="fanout: concurrency levels (default 1,4,16)")
     p.add_argument("--url", default=None, help="remote model spec (default: start llama.cpp on loopback)")
     args = p.parse_args(argv)
     server = None
@@ -131,15 +179,19 @@ def main(argv=None) -> int:
     if url is None:
         from engine.remote.llama_server import start_llama_server
 
-        server = start_llama_server(extra=("--metrics",))
+        parallel = max(int(x) for x in args.levels.split(",")) if args.mode == "fanout" else 1
+        server = start_llama_server(parallel=parallel, extra=("--metrics",))
         url = server.spec
     try:
-        cases = _cases(args.cases)
-        rows, summary = (run_parity if args.mode == "parity" else run_compare)(url, cases)
+        cases = _cases(args.cases, args.long)
+        if args.mode == "fanout":
+            rows, summary = run_fanout(url, cases, [int(x) for x in args.levels.split(",")])
+        else:
+            rows, summary = (run_parity if args.mode == "parity" else run_compare)(url, cases)
     finally:
         if server is not None:
             server.stop()
-    cols = None if args.mode == "compare" else [c for c in rows[0] if c not in ("local_program", "remote_program")] if rows else None
+    cols = [c for c in rows[0] if c not in ("local_program", "remote_program")] if rows else None
     write_report(f"remote-{args.mode}", rows, args.json_path, extra={"summary": summary, "url": url}, columns=cols)
     print({k: v for k, v in summary.items() if k != "metrics_delta"})
     if summary.get("metrics_delta"):

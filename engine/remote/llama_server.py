@@ -73,8 +73,8 @@ class LlamaServer:
 
 
 def start_llama_server(gguf: str | Path | None = None, *, port: int = 0, ctx: int = 8192, threads: int | None = None,
-                       extra: tuple[str, ...] = (), timeout: float = START_TIMEOUT_S) -> LlamaServer:
-    """Start the server and wait until it is ready (see module doc)."""
+                       parallel: int = 1, extra: tuple[str, ...] = (), timeout: float = START_TIMEOUT_S) -> LlamaServer:
+    """Start the server and wait until it is ready (see module doc); ``parallel`` slots of ``ctx`` tokens each."""
     from engine.remote.http import call_json
 
     if gguf is None:
@@ -85,7 +85,8 @@ def start_llama_server(gguf: str | Path | None = None, *, port: int = 0, ctx: in
     log = Path(tempfile.mkstemp(prefix="cad-llama-server-", suffix=".log")[1])
     threads = threads or max(1, min(8, (os.cpu_count() or 2) // 2))   # spin-waiting threads hurt on a shared box
     cmd = [str(llama_server_binary()), "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-           "--alias", SERVED_NAME, "--ctx-size", str(ctx), "--parallel", "1", "--threads", str(threads),
+           "--alias", SERVED_NAME, "--ctx-size", str(ctx * parallel), "--parallel", str(parallel),
+           "--threads", str(threads),
            "--no-webui", *extra]
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
