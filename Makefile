@@ -63,7 +63,7 @@ setup-vllm: $(VLLM_STAMP)
 
 # Serves http://127.0.0.1:$(VLLM_PORT)/v1 (model name $(VLLM_NAME)); start-up takes 2-3.5 min on 2 cores.
 # VLLM_ARGS adds options, e.g. n-gram speculation for spec-edit:
-#   make serve VLLM_ARGS='--speculative-config {"method":"ngram","num_speculative_tokens":8,"prompt_lookup_max":4}'
+#   make serve VLLM_ARGS="--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":8,\"prompt_lookup_max\":4}'"
 
 serve: $(STAMP) $(VLLM_STAMP)
 	MODEL_DIR=$$($(BIN)/python -c "from engine.remote.export import merged_model_dir; print(merged_model_dir())") && \
