@@ -60,16 +60,9 @@ def _run_program(loaded, document, request, strategy: Strategy, *, cancel, progr
                        progress=progress,
                        mode=request.mode, drafter=gen_drafter)
     warnings = list(d.warnings)
-    if d.stats.repeating:
-        warnings.append(
-            f"{request.strategy}: a gen kept repeating itself, so decoding stopped early; the result "
-            f"is incomplete and is not applied. Rephrase the instruction or edit a smaller line range."
-        )
-    elif d.stats.truncated:
-        warnings.append(
-            f"{request.strategy}: the program hit max_new_tokens={request.max_new_tokens} and was closed "
-            f"early; the result may be incomplete. Raise max_new_tokens or edit a smaller line range."
-        )
+    incomplete = incomplete_warning(d.stats, request)
+    if incomplete:
+        warnings.append(incomplete)
     if d.text is None:
         raise ProgramResolveError(
             f"the decoded program does not resolve against the document in {request.mode!r} mode: "
@@ -95,21 +88,30 @@ def auto_budget(tokenizer, text: str) -> int:
     return len(tokenizer.encode(text, add_special_tokens=False)) + AUTO_BUDGET_MARGIN
 
 
-def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32,
-             probe: int | None = None, gen_drafter: str = "none"):
-    """Edit `request.document` (or lines `line_range` of it) and return an EditResult."""
-    strategy = get_strategy(request.strategy)
+def incomplete_warning(stats, request) -> str | None:
+    """The warning of a program that stopped early (a repeating gen, or the token budget), else None."""
+    if stats.repeating:
+        return (f"{request.strategy}: a gen kept repeating itself, so decoding stopped early; the result "
+                f"is incomplete and is not applied. Rephrase the instruction or edit a smaller line range.")
+    if stats.truncated:
+        return (f"{request.strategy}: the program hit max_new_tokens={request.max_new_tokens} and was closed "
+                f"early; the result may be incomplete. Raise max_new_tokens or edit a smaller line range.")
+    return None
+
+
+def run_scoped(tokenizer, request, line_range, run) -> EditResult:
+    """Scope the request, ``run(sub, request)`` on the scope, re-base, and assemble the EditResult.
+
+    ``run`` returns ``(program, sub_text, DecodeStats, warnings)`` for the scoped text ``sub``; the
+    in-process engine (``run_edit``) and the remote backend (``engine.remote.edit``) share the rest:
+    the auto budget, the range hint of a context overflow, the re-base and the stats.
+    """
     document = request.document
     sub = document if line_range is None else slice_lines(document, *line_range)
     if request.max_new_tokens is None:
-        request = replace(request, max_new_tokens=auto_budget(loaded.tokenizer, sub))
+        request = replace(request, max_new_tokens=auto_budget(tokenizer, sub))
     try:
-        if strategy.family == "regen":
-            program, sub_text, stats, warnings = _run_regen(loaded, sub, request, strategy, cancel=cancel,
-                                                             progress=progress, window=window, probe=probe)
-        else:
-            program, sub_text, stats, warnings = _run_program(loaded, sub, request, strategy, cancel=cancel,
-                                                               progress=progress, gen_drafter=gen_drafter)
+        program, sub_text, stats, warnings = run(sub, request)
     except ContextOverflowError as exc:
         if line_range is not None:
             a, b = line_range
@@ -128,7 +130,7 @@ def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window:
                 text = rebased
     else:
         text = sub_text
-    output_tokens = len(loaded.tokenizer.encode(sub_text, add_special_tokens=False)) + 1
+    output_tokens = len(tokenizer.encode(sub_text, add_special_tokens=False)) + 1
     edit_stats = EditStats(
         decoded_tokens=stats.decoded_tokens, copied_tokens=stats.copied_tokens,
         forced_tokens=stats.forced_tokens, forwards=stats.forwards, ops=len(program),
@@ -137,3 +139,18 @@ def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window:
         budget=request.max_new_tokens,
     )
     return EditResult(program=tuple(program), text=text, stats=edit_stats, warnings=warnings)
+
+
+def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32,
+             probe: int | None = None, gen_drafter: str = "none"):
+    """Edit `request.document` (or lines `line_range` of it) and return an EditResult."""
+    strategy = get_strategy(request.strategy)
+
+    def run(sub, scoped):
+        if strategy.family == "regen":
+            return _run_regen(loaded, sub, scoped, strategy, cancel=cancel, progress=progress, window=window,
+                              probe=probe)
+        return _run_program(loaded, sub, scoped, strategy, cancel=cancel, progress=progress,
+                            gen_drafter=gen_drafter)
+
+    return run_scoped(loaded.tokenizer, request, line_range, run)

@@ -75,8 +75,6 @@ class LlamaServer:
 def start_llama_server(gguf: str | Path | None = None, *, port: int = 0, ctx: int = 8192, threads: int | None = None,
                        parallel: int = 1, extra: tuple[str, ...] = (), timeout: float = START_TIMEOUT_S) -> LlamaServer:
     """Start the server and wait until it is ready (see module doc); ``parallel`` slots of ``ctx`` tokens each."""
-    from engine.remote.http import call_json
-
     if gguf is None:
         from engine.remote.gguf_export import merged_gguf
 
@@ -90,18 +88,25 @@ def start_llama_server(gguf: str | Path | None = None, *, port: int = 0, ctx: in
            "--no-webui", *extra]
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    server = LlamaServer(proc, port, log)
+    return wait_until_ready(LlamaServer(proc, port, log), "/health", timeout, "llama-server", poll_s=0.25)
+
+
+def wait_until_ready(server: LlamaServer, path: str, timeout: float, name: str, poll_s: float) -> LlamaServer:
+    """Poll ``GET path`` on a just-started server until it answers; stop it and raise with its log
+    tail if the process exits or ``timeout`` passes (refused / 503 while loading mean: not up yet)."""
+    from engine.remote.http import call_json
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RemoteConnectionError(f"llama-server exited with {proc.returncode}:\n{server.log_tail()}")
+        if server.process.poll() is not None:
+            raise RemoteConnectionError(f"{name} exited with {server.process.returncode}:\n{server.log_tail()}")
         try:
-            call_json(f"http://127.0.0.1:{port}/health", timeout=5.0, retries=0)
+            call_json(f"http://127.0.0.1:{server.port}{path}", timeout=5.0, retries=0)
             return server
-        except Exception:  # not up yet (refused / 503 while loading)
-            time.sleep(0.25)
+        except Exception:  # not up yet
+            time.sleep(poll_s)
     server.stop()
-    raise RemoteConnectionError(f"llama-server did not become ready within {timeout:g} s:\n{server.log_tail()}")
+    raise RemoteConnectionError(f"{name} did not become ready within {timeout:g} s:\n{server.log_tail()}")
 
 
 def main(argv=None) -> int:

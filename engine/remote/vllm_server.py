@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from engine.remote.errors import RemoteConnectionError
-from engine.remote.llama_server import SERVED_NAME, LlamaServer as ServedProcess, free_port
+from engine.remote.llama_server import SERVED_NAME, LlamaServer as ServedProcess, free_port, wait_until_ready
 
 VLLM_VENV = Path(__file__).resolve().parents[2] / ".venv-vllm"
 START_TIMEOUT_S = 900.0
@@ -30,7 +29,6 @@ def vllm_binary() -> Path:
 
 def start_vllm_server(*, port: int = 0, timeout: float = START_TIMEOUT_S, extra: tuple[str, ...] = ()) -> ServedProcess:
     from engine.remote.export import merged_model_dir
-    from engine.remote.http import call_json
 
     model_dir = merged_model_dir()
     port = port or free_port()
@@ -42,15 +40,4 @@ def start_vllm_server(*, port: int = 0, timeout: float = START_TIMEOUT_S, extra:
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
-    server = ServedProcess(proc, port, log)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RemoteConnectionError(f"vllm serve exited with {proc.returncode}:\n{server.log_tail()}")
-        try:
-            call_json(f"http://127.0.0.1:{port}/v1/models", timeout=5.0, retries=0)
-            return server
-        except Exception:  # still starting
-            time.sleep(1.0)
-    server.stop()
-    raise RemoteConnectionError(f"vllm serve was not ready within {timeout:g} s:\n{server.log_tail()}")
+    return wait_until_ready(ServedProcess(proc, port, log), "/v1/models", timeout, "vllm serve", poll_s=1.0)
