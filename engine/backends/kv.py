@@ -10,6 +10,19 @@ the given ids (a single token, a ride-along literal, or a whole copy span splice
 prefill) on top of the cache, and returns logits only for the positions the caller needs.
 `crop` rolls the cache back (speculation rejected, end-of-gen overshoot). Cancellation is checked
 before every forward (``EditCancelled``, engine.errors), so a cancelled edit stops within one forward.
+
+Two optional capabilities beyond ``engine.backends.base.Session`` (callers test with ``hasattr``):
+
+* ``feed_candidates(pending_ids, candidates, select)``: ONE forward over the pending ids followed by
+  W candidate drafts side by side. A block-triangular 4D float mask lets each candidate's tokens see
+  the cache, the pending ids and that candidate's earlier tokens only (never another candidate), and
+  explicit position ids continue every candidate right after the pending ids, so each candidate's
+  logits are those of feeding it alone. ``select`` picks the winner and how many of its tokens to
+  keep; the cache then holds exactly pending + that prefix (the winner's K/V rows are gathered into
+  place: no second forward). Used by ``engine.decode.verify.verify_candidates``.
+* ``record_hidden(layer, site)`` / ``hidden_row(position)``: keep one decoder layer's hidden state per
+  cached position (``engine.backends.hidden``; the copy-intent probe of ``engine.drafters.switchsd``).
+  Off by default: forwards of a runner that does not record run no hook.
 """
 from __future__ import annotations
 
@@ -17,8 +30,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from typing import Callable
+
 import torch
 
+from engine.backends.hidden import HiddenRows, capture
 from engine.errors import EditCancelled
 
 
@@ -47,6 +63,8 @@ class KVRunner:
         self.observers = observers  # ForwardObserver callbacks (engine.backends.base), called after each forward
         self.log = ForwardLog()
         self.ids: list[int] = []
+        self.hidden: HiddenRows | None = None  # record_hidden(): one layer's rows per cached position
+        self._captured = None                  # the recorded layer's rows of the forward just run
 
     @property
     def length(self) -> int:
@@ -66,27 +84,118 @@ class KVRunner:
         if first and self.prefix_cache is not None:
             ids = self._resume_from_prefix(ids, keep)
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
-        out = self.model(
-            input_ids=input_ids,
-            past_key_values=self.cache,
-            use_cache=True,
-            logits_to_keep=keep,
-        )
+        past = self.length
+        out = self._forward(input_ids=input_ids, past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
         self.cache = out.past_key_values
         logits = out.logits[0, -keep:, :].float()
         self.ids.extend(ids)
+        if first and self.prefix_cache is not None:
+            self.prefix_cache.store(self.ids, [(layer.keys, layer.values) for layer in self.cache.layers])
+        self._logged(ids, start, past)
+        return logits
+
+    def _forward(self, **inputs):
+        """The model call; with ``record_hidden`` on, the recorded layer's rows are kept as ``_captured``."""
+        if self.hidden is None:
+            return self.model(**inputs)
+        with capture(self.model, [self.hidden.layer], self.hidden.site) as got:
+            out = self.model(**inputs)
+        self._captured = got[self.hidden.layer][-1][0]
+        return out
+
+    def _logged(self, ids: list[int], start: float, past: int) -> None:
+        """Book one finished forward of ``ids`` fed at cache position ``past`` (log, hidden rows, observers)."""
         self.log.forwards += 1
         self.log.tokens_fed += len(ids)
         self.log.sizes.append(len(ids))
-        if first and self.prefix_cache is not None:
-            self.prefix_cache.store(self.ids, [(layer.keys, layer.values) for layer in self.cache.layers])
+        if self.hidden is not None:
+            self.hidden.write(past, self._captured)
+            self._captured = None
         if self.observers and self.device.type == "cuda":
             torch.cuda.synchronize()  # observers time the device work, not the launch
         elapsed = time.perf_counter() - start
         self.log.seconds += elapsed
         for observe in self.observers:
             observe(ids, elapsed * 1000.0)
-        return logits
+
+    @torch.inference_mode()
+    def feed_candidates(self, pending_ids: list[int], candidates: list[list[int]],
+                        select: Callable[[list[torch.Tensor]], tuple[int, int]]) -> list[torch.Tensor]:
+        """ONE forward over ``pending_ids`` + every candidate (block-triangular mask, see module doc).
+
+        Returns, per candidate, its float32 logits rows: row 0 predicts the candidate's first token
+        (the last pending position; absent when ``pending_ids`` is empty), row i+1 follows its token
+        i. ``select(rows)`` returns ``(w, k)``: keep the first ``k`` tokens of candidate ``w``; the
+        cache then holds the old cache + ``pending_ids`` + ``candidates[w][:k]``, nothing else.
+        """
+        if not candidates or any(not c for c in candidates):
+            raise ValueError("feed_candidates() needs at least one candidate, none of them empty")
+        if self.cancel is not None and self.cancel.is_set():
+            raise EditCancelled(f"edit cancelled after {self.log.forwards} forwards")
+        start = time.perf_counter()
+        pending = list(pending_ids)
+        first = not self.ids
+        if first and self.prefix_cache is not None and pending:
+            pending = self._resume_from_prefix(pending, 1)
+        past, npend = self.length, len(pending)
+        ids = pending + [t for c in candidates for t in c]
+        group = torch.tensor([-1] * npend + [w for w, c in enumerate(candidates) for _ in c])
+        offset = torch.tensor(list(range(npend)) + [npend + k for c in candidates for k in range(len(c))])
+        n = len(ids)
+        # row q may see column j (both among the new ids) when j <= q and j is pending or in q's own block
+        allowed = torch.ones(n, n, dtype=torch.bool).tril() & ((group[None, :] == -1) | (group[None, :] == group[:, None]))
+        dtype = next(self.model.parameters()).dtype
+        mask = torch.zeros(1, 1, n, past + n, dtype=dtype)
+        mask[0, 0, :, past:].masked_fill_(~allowed, torch.finfo(dtype).min)
+        keep = n - npend + 1 if npend else n
+        out = self._forward(
+            input_ids=torch.tensor([ids], dtype=torch.long, device=self.device),
+            attention_mask=mask.to(self.device),
+            position_ids=(offset + past).unsqueeze(0).to(self.device),
+            past_key_values=self.cache, use_cache=True, logits_to_keep=keep,
+        )
+        self.cache = out.past_key_values
+        logits = out.logits[0, -keep:, :].float()
+        shared = [logits[0]] if npend else []
+        rows, at = [], 1 if npend else 0
+        for c in candidates:
+            rows.append(torch.stack(shared + list(logits[at:at + len(c)])))
+            at += len(c)
+        self.ids.extend(ids)
+        w, k = select(rows)
+        if not 0 <= w < len(candidates) or not 0 <= k <= len(candidates[w]):
+            raise ValueError(f"select() returned ({w}, {k}) outside the {len(candidates)} candidates")
+        lo = past + npend + sum(len(c) for c in candidates[:w])
+        index = torch.cat([torch.arange(past + npend), torch.arange(lo, lo + k)])
+        self._logged(ids, start, past)
+        self._keep_positions(index)
+        if first and self.prefix_cache is not None:
+            self.prefix_cache.store(self.ids[:past + npend],
+                                    [(layer.keys[:, :, :past + npend], layer.values[:, :, :past + npend])
+                                     for layer in self.cache.layers])
+        return rows
+
+    def _keep_positions(self, index: torch.Tensor) -> None:
+        """Keep only the cached positions ``index`` (ascending) in the KV cache, ``ids`` and hidden rows."""
+        n = int(index.shape[0])
+        if n and int(index[-1]) == n - 1:       # a plain prefix: an ordinary crop
+            self.crop(n)
+            return
+        on_device = index.to(self.device)
+        for layer in self.cache.layers:
+            layer.keys = layer.keys.index_select(-2, on_device)
+            layer.values = layer.values.index_select(-2, on_device)
+        self.ids = [self.ids[i] for i in index.tolist()]
+        if self.hidden is not None:
+            self.hidden.select(index)
+
+    def record_hidden(self, layer: int, site: str = "mid") -> None:
+        """From the next forward on, keep ``layer``'s hidden state (at ``site``) for every cached position."""
+        self.hidden = HiddenRows(layer, site)
+
+    def hidden_row(self, position: int = -1) -> torch.Tensor | None:
+        """The recorded hidden state of cache position ``position`` (default: the last), or None."""
+        return None if self.hidden is None else self.hidden.row(position)
 
     def _resume_from_prefix(self, ids: list[int], keep: int) -> list[int]:
         """Start the cache from the longest cached prefix of ``ids``; returns the ids still to feed."""
@@ -107,3 +216,5 @@ class KVRunner:
         if length < self.length:
             self.cache.crop(length - self.length)  # transformers 5: negative = tokens to drop
             del self.ids[length:]
+        if self.hidden is not None:
+            self.hidden.crop(length)

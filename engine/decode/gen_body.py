@@ -6,7 +6,9 @@
 partly written ``</gen>``) is verified by greedy choice, the longest matching prefix plus the
 model's own next token is committed (``engine.decode.verify.accept_prefix``, the rule every verify
 forward uses). ``</gen>`` plus the guessed next op header are drafted
-together in ONE forward when the body ends in a newline or a prefix of ``</gen>``. End of gen per
+together in ONE forward when the body ends in a newline or a prefix of ``</gen>``. A drafter offering
+several alternative drafts (``propose_many``) has them verified together in one forward
+(``engine.decode.verify.verify_candidates``, ``_gen_candidates``). End of gen per
 ``engine.decode.gen_end``; EOS closes the gen and the program; a gen repeating itself
 (``engine.decode.repetition``) is stopped and reported truncated.
 """
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 from engine.decode.gen_end import decode, find_gen_end
 from engine.decode.repetition import repeating_unit
-from engine.decode.verify import accept_prefix
+from engine.decode.verify import MAX_CANDIDATES, accept_prefix, verify_candidates
+from engine.drafters.base import attach_session, propose_candidates
 
 
 class GenBodies:
@@ -22,6 +25,7 @@ class GenBodies:
 
     def _gen(self) -> None:
         start = len(self.out)
+        attach_session(self.drafter, self.runner)
         while True:
             body = self.out[start:]
             if self._spent() >= self.max_new or self._room() <= 2:
@@ -31,9 +35,11 @@ class GenBodies:
                 return
             # a round commits at most the draft + 1 token: never past the budget or the context window
             room = max(0, min(self.max_new - self._spent() - 1, self._room() - 3))
-            draft = []
+            drafts = []
             if not self._close_draft(body):  # once </gen> is begun, its rest (+ the next header) is the draft
-                draft = list(self.drafter.propose(self.prompt_ids + self.out, body))[:room]
+                drafts = [d[:room] for d in propose_candidates(self.drafter, self.prompt_ids + self.out, body,
+                                                              MAX_CANDIDATES) if d[:room]]
+            draft = drafts[0] if drafts else []
             if not draft and self.pending:
                 ended = self._close_then_header(start, body)
                 if ended is not None:
@@ -43,7 +49,7 @@ class GenBodies:
             if not draft:
                 draft = self._close_draft(body)[:room]
             pos0 = len(self.out)
-            new = self._gen_round(draft)
+            new = self._gen_round(draft) if len(drafts) <= 1 else self._gen_candidates(drafts)
             loop = self._runaway(start, pos0, len(new))
             if self._detect(start, pos0, new if loop is None else new[:loop + 1]):
                 return
@@ -194,3 +200,40 @@ class GenBodies:
         if not self.ride:
             self._flush()
         return accepted + [bonus]
+
+    def _gen_candidates(self, drafts: list[list[int]]) -> list[int]:
+        """One forward verifying several alternative drafts (``verify_candidates``): commit the winner's
+        accepted prefix + the model's next token. A row already computed (``ready``) decides the
+        first token without a forward; only drafts starting with it go on (minus that token)."""
+        self.stats.draft_tokens += sum(map(len, drafts))
+        committed: list[int] = []
+        if self.ready is not None and not self.pending:
+            first = self.chooser.choose(self.ready, None, len(self.out))
+            self.ready = None
+            self._commit([first], "decoded")            # not fed: it is the verify forward's pending id
+            committed = [first]
+            matching = [d[1:] for d in drafts if d[0] == first]
+            self.stats.draft_accepted += 1 if matching else 0
+            drafts = [d for d in matching if d]
+            if not drafts:                              # nothing left to verify: the next round feeds it
+                self.drafter.update(1 if matching else 0)
+                return committed
+        self._ensure_pending()
+        pos0 = len(self.out)
+        self._charge_time()
+        v = verify_candidates(self.runner, self.pending, drafts,
+                              choose=lambda k, row, prefix: self.chooser.choose(row, None, pos0 + k))
+        self._op().forwards += 1
+        self.stats.forwards += 1
+        self._charge_time()
+        if self.progress is not None:
+            self.progress(self.stats.progress(len(self.fsm.ops)))
+        self.pending = []
+        self._rows = (pos0, v.rows) if v.rows is not None else None
+        self.drafter.update(len(committed) + len(v.accepted))
+        self.stats.draft_accepted += len(v.accepted)
+        self._commit(v.accepted, "decoded", fed=True)
+        self._commit([v.bonus], "decoded")
+        if not self.ride:
+            self._flush()
+        return committed + v.accepted + [v.bonus]

@@ -2,7 +2,9 @@
 
 One round = one forward: `verify_greedy(runner, pending, draft)` over the ids committed last
 round plus the proposer's draft. With `NoDraft` this is plain greedy decoding (one forward per
-token). With a proposer the output is identical, only the forward count changes.
+token). With a proposer the output is identical, only the forward count changes. A proposer that
+offers several alternative drafts (``propose_many``) has them verified together in the same one
+forward (`verify_candidates`, at most ``MAX_CANDIDATES``).
 
 FORCED MODE (`target=` token ids): the target tokens replace the argmax choices but the forward
 schedule is the same (each round still costs its forward; acceptance = match with the target).
@@ -18,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from engine.decode.types import DecodeStats
-from engine.decode.verify import verify_greedy
-from engine.drafters.base import DraftProposer, NoDraft
+from engine.decode.verify import MAX_CANDIDATES, verify_candidates, verify_greedy
+from engine.drafters.base import DraftProposer, NoDraft, attach_session, propose_candidates
 
 
 @dataclass
@@ -53,6 +55,7 @@ def generate(
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     proposer = proposer or NoDraft()
+    attach_session(proposer, runner)
     context = list(context_ids) if context_ids is not None else list(pending)
     stats = DecodeStats()
     generated: list[int] = []
@@ -68,11 +71,15 @@ def generate(
     stopped_by = "budget"
     while True:
         room = max_new_tokens - len(generated)
-        draft = list(proposer.propose(context, generated))[: max(0, room - 1)]
-        v = verify_greedy(runner, pending, draft, choose=choose)
+        drafts = [d[: max(0, room - 1)] for d in propose_candidates(proposer, context, generated, MAX_CANDIDATES)]
+        drafts = [d for d in drafts if d]
+        if len(drafts) > 1:
+            v = verify_candidates(runner, pending, drafts, choose=choose)
+        else:
+            v = verify_greedy(runner, pending, drafts[0] if drafts else [], choose=choose)
         proposer.update(len(v.accepted))
         stats.forwards += 1
-        stats.draft_tokens += len(draft)
+        stats.draft_tokens += sum(map(len, drafts))
         committed = v.committed
         if committed[-1] == -1:            # forced target exhausted
             committed = committed[:-1]

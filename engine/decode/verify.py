@@ -1,12 +1,16 @@
 """The lossless greedy verifier: ONE forward over pending ids + a draft, keep the greedy prefix.
 
     verify_greedy(runner, pending_ids, draft, *, mask=None, choose=None) -> Verification
+    verify_candidates(runner, pending_ids, candidates, *, mask=None, choose=None) -> Verification
     accept_prefix(rows, draft, pick, *, start=0, bonus=True) -> (accepted, bonus)   # the rule alone
 
 `pending_ids` are committed tokens whose KV entries are not in the cache yet (at least the last
 committed token: its logits predict the next one). They ride along in the verify forward. Every
 kept token equals greedy decoding's choice, so a draft changes the number of forwards, never the
-output. ``accept_prefix`` is the acceptance rule alone, shared with the program decoder's gen bodies
+output. ``verify_candidates`` checks several alternative drafts in the same ONE forward (the
+session's ``feed_candidates``: a block-triangular mask keeps them apart) and keeps the candidate
+whose accepted prefix is longest (ties: the first); every candidate is judged by the same
+``accept_prefix``, so the committed tokens are still greedy's. ``accept_prefix`` is the acceptance rule alone, shared with the program decoder's gen bodies
 (``engine.decode.gen_body``), whose rows may come from a forward that also carried other ids.
 Drafters: ``engine.drafters``; choosers: ``engine.decode.choosers``.
 """
@@ -18,6 +22,9 @@ from typing import Callable
 import torch
 
 from engine.decode.choosers import greedy_choice
+
+# the most alternative drafts a decoding loop verifies in one forward (verify_candidates)
+MAX_CANDIDATES = 8
 
 # mask(prefix) -> allowed token ids (1-D LongTensor) after `prefix` draft tokens, or None = all.
 MaskFn = Callable[[list[int]], "torch.Tensor | None"]
@@ -32,7 +39,9 @@ class Verification:
 
     accepted: list[int]   # longest draft prefix equal to the model's choices
     bonus: int            # the model's own choice after the accepted prefix (not yet fed)
-    drafted: int          # len(draft) that was verified
+    drafted: int          # draft tokens fed in the forward (all candidates together)
+    index: int = 0        # which of the candidates won (verify_candidates; 0 for a single draft)
+    rows: list | None = None  # the winner's logits rows (row i predicts the token after accepted[:i])
 
     @property
     def committed(self) -> list[int]:
@@ -90,4 +99,62 @@ def verify_greedy(
 
     accepted, bonus = accept_prefix(logits, draft, pick)
     runner.crop(base + len(pending_ids) + len(accepted))
-    return Verification(accepted=accepted, bonus=bonus, drafted=len(draft))
+    return Verification(accepted=accepted, bonus=bonus, drafted=len(draft), rows=list(logits))
+
+
+def _distinct(candidates: list[list[int]]) -> list[tuple[int, list[int]]]:
+    """(index, candidate) of the non-empty candidates, without duplicates or prefixes of another one.
+
+    A dropped candidate can never accept more than the longer one it is a prefix of (their rows
+    agree on the shared prefix), so dropping it changes no committed token."""
+    kept: list[tuple[int, list[int]]] = []
+    for index, cand in enumerate(candidates):
+        cand = list(cand)
+        if not cand or any(k[:len(cand)] == cand for _, k in kept):
+            continue
+        longer = [(i, k) for i, k in kept if cand[:len(k)] == k]
+        kept = [(i, k) for i, k in kept if cand[:len(k)] != k]
+        kept.append((longer[0][0] if longer else index, cand))
+    return sorted(kept)
+
+
+def verify_candidates(
+    runner,
+    pending_ids: list[int],
+    candidates: list[list[int]],
+    *,
+    mask: MaskFn | None = None,
+    choose: ChooseFn | None = None,
+) -> Verification:
+    """Verify W alternative drafts in ONE forward; keep the candidate with the longest accepted prefix.
+
+    Each candidate is judged exactly as ``verify_greedy`` judges a single draft (``accept_prefix``
+    over its own rows; ``mask``/``choose`` see that candidate's prefix); ties go to the first. With
+    at most one distinct candidate, or a session without ``feed_candidates``, this IS
+    ``verify_greedy`` on the first candidate. The cache ends holding pending + the winner's accepted
+    prefix; the bonus is not fed.
+    """
+    if not pending_ids:
+        raise ValueError("verify_candidates needs at least one pending id (the last committed token)")
+    distinct = _distinct(candidates)
+    drafts = [cand for _, cand in distinct]
+    if len(drafts) <= 1 or not hasattr(runner, "feed_candidates"):
+        return verify_greedy(runner, pending_ids, drafts[0] if drafts else [], mask=mask, choose=choose)
+    judged: list[tuple[list[int], int]] = []
+
+    def select(rows_per_candidate) -> tuple[int, int]:
+        for draft, rows in zip(drafts, rows_per_candidate):
+            def pick(i: int, row, _draft=draft) -> int:
+                if choose is not None:
+                    return int(choose(i, row, _draft[:i]))
+                return greedy_choice(row, mask(_draft[:i]) if mask is not None else None)
+
+            judged.append(accept_prefix(rows, draft, pick))
+        best = max(range(len(drafts)), key=lambda w: (len(judged[w][0]), -w))
+        return best, len(judged[best][0])
+
+    rows = runner.feed_candidates(list(pending_ids), drafts, select)
+    best = max(range(len(drafts)), key=lambda w: (len(judged[w][0]), -w))
+    accepted, bonus = judged[best]
+    return Verification(accepted=accepted, bonus=bonus, drafted=sum(map(len, drafts)), index=distinct[best][0],
+                        rows=list(rows[best]))

@@ -14,6 +14,18 @@ greedy decoding would have produced, speculation changes the number of forwards,
 
     verify_greedy(runner, pending_ids, draft, *, mask=None, choose=None) -> Verification
 
+Two optional methods, additive (a drafter without them is used as above; call them through the
+helpers ``propose_candidates`` and ``attach_session``, which supply the defaults):
+
+        def propose_many(self, context_ids, generated, limit) -> list[list[int]]
+            # up to `limit` ALTERNATIVE drafts; the loop verifies them together in one forward
+            # (engine.decode.verify.verify_candidates) and keeps the longest accepted one.
+            # Default: [propose(context_ids, generated)].
+        def attach(self, session) -> None
+            # told the session the loop verifies on, before the first propose (idempotent); a
+            # drafter that reads the model's hidden states (engine.drafters.switchsd) asks it to
+            # record them here. Default: nothing.
+
 `pending_ids` are committed tokens whose KV entries are not in the cache yet (at least the last
 committed token: its logits predict the next one). They ride along in the verify forward.
 """
@@ -47,3 +59,19 @@ class NoDraft:
 
     def update(self, accepted: int) -> None:
         return None
+
+
+def propose_candidates(proposer, context_ids: list[int], generated: list[int], limit: int) -> list[list[int]]:
+    """The proposer's alternative drafts (``propose_many``), or ``[propose(...)]`` when it has none;
+    empty drafts are dropped, so ``[]`` means no guess this round."""
+    many = getattr(proposer, "propose_many", None)
+    drafts = many(context_ids, generated, limit) if many is not None and limit > 1 else \
+        [proposer.propose(context_ids, generated)]
+    return [list(d) for d in drafts if d][:max(1, limit)]
+
+
+def attach_session(proposer, session) -> None:
+    """Tell the proposer which session the loop verifies on (``attach``), if it wants to know."""
+    attach = getattr(proposer, "attach", None)
+    if attach is not None:
+        attach(session)
