@@ -8,6 +8,13 @@ logits of the last ``keep`` positions; ``crop`` rolls the cache back (a rejected
 end-of-gen overshoot). ``feed`` raises ``engine.errors.EditCancelled`` before the forward once the
 session's cancel event is set. Decoders (``engine.decode``) only ever talk to a ``Session``.
 
+Optional session capabilities, NOT part of the protocol (a backend may lack them; callers test with
+``hasattr`` and fall back): ``feed_candidates(pending_ids, candidates, select)``, one forward verifying
+several alternative drafts (``engine.decode.verify.verify_candidates``; without it only the first
+candidate is verified), and ``record_hidden(layer, site)`` / ``hidden_row(position)``, one layer's
+hidden state per cached position (the copy-intent probe of ``engine.drafters.switchsd``; without it
+that drafter gates on context matches alone). The in-process HF session (``engine.backends.kv``) has both.
+
 Observing forwards (benchmarks, tests): append a ``ForwardObserver`` to ``backend.observers``; every
 session calls it after each forward with the ids fed and the forward's wall time in ms (device
 work finished), instead of anyone patching the session class.

@@ -5,7 +5,7 @@
 ``_commit``, ``_rewind``). One round = at most one forward: the drafter's draft (or the rest of a
 partly written ``</gen>``) is verified by greedy choice, the longest matching prefix plus the
 model's own next token is committed (``engine.decode.verify.accept_prefix``, the rule every verify
-forward uses). ``</gen>`` plus the guessed next op header are drafted
+forward uses); a drafter with a ``screen_depth`` (CopyLoop) has the draft screened first. ``</gen>`` plus the guessed next op header are drafted
 together in ONE forward when the body ends in a newline or a prefix of ``</gen>``. A drafter offering
 several alternative drafts (``propose_many``) has them verified together in one forward
 (``engine.decode.verify.verify_candidates``, ``_gen_candidates``). End of gen per
@@ -14,8 +14,11 @@ several alternative drafts (``propose_many``) has them verified together in one 
 """
 from __future__ import annotations
 
+from functools import partial
+
 from engine.decode.gen_end import decode, find_gen_end
 from engine.decode.repetition import repeating_unit
+from engine.decode.screened import screen_depth, screened_feed
 from engine.decode.verify import MAX_CANDIDATES, accept_prefix, verify_candidates
 from engine.drafters.base import attach_session, propose_candidates
 
@@ -166,6 +169,15 @@ class GenBodies:
         if 0 <= i < len(rows) and rows[i] is not None and self.runner.length == len(self.prompt_ids) + len(self.out):
             self.ready = rows[i]
 
+    def _draft_feed(self, ids: list[int], draft: list[int], *, keep: int, first: int):
+        """The verify forward of a gen round over ``ids`` (its tail from ``first`` is draft), screened
+        when the drafter asks for it (CopyLoop, ``engine.decode.screened``); returns the rows and the
+        draft that survived screening (all of it when unscreened)."""
+        depth = screen_depth(self.runner, self.drafter)
+        forward = partial(screened_feed, self.runner, first=first, depth=depth) if depth else None
+        logits = self._feed(ids, keep=keep, forward=forward)
+        return logits, draft[:len(draft) - (keep - len(logits))]
+
     def _gen_round(self, draft: list[int]) -> list[int]:
         """One forward (or none): commit the accepted draft prefix + the model's next token."""
         self.stats.draft_tokens += len(draft)
@@ -178,13 +190,13 @@ class GenBodies:
                 self._commit([first], "decoded")
                 return [first]
             base, npend = self.runner.length, 0
-            logits = self._feed(draft, keep=len(draft))
+            logits, draft = self._draft_feed(draft, draft, keep=len(draft), first=1)
             rows = [None, *logits]
             accepted, i = [first], 1
         else:
             self._ensure_pending()
             base, npend = self.runner.length, len(self.pending)
-            logits = self._feed(self.pending + draft, keep=len(draft) + 1)
+            logits, draft = self._draft_feed(self.pending + draft, draft, keep=len(draft) + 1, first=npend)
             self.pending = []
             rows, accepted, i = list(logits), [], 0
         pos0 = len(self.out)  # rows[i] predicts output position pos0 + i

@@ -4,7 +4,8 @@ One round = one forward: `verify_greedy(runner, pending, draft)` over the ids co
 round plus the proposer's draft. With `NoDraft` this is plain greedy decoding (one forward per
 token). With a proposer the output is identical, only the forward count changes. A proposer that
 offers several alternative drafts (``propose_many``) has them verified together in the same one
-forward (`verify_candidates`, at most ``MAX_CANDIDATES``).
+forward (`verify_candidates`, at most ``MAX_CANDIDATES``). A proposer with a
+``screen_depth`` (CopyLoop) has its drafts screened at that depth first (`engine.decode.screened`).
 
 FORCED MODE (`target=` token ids): the target tokens replace the argmax choices but the forward
 schedule is the same (each round still costs its forward; acceptance = match with the target).
@@ -19,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from engine.decode.screened import screen_depth, verify_screened
 from engine.decode.types import DecodeStats
 from engine.decode.verify import MAX_CANDIDATES, verify_candidates, verify_greedy
 from engine.drafters.base import DraftProposer, NoDraft, attach_session, propose_candidates
@@ -73,10 +75,14 @@ def generate(
         room = max_new_tokens - len(generated)
         drafts = [d[: max(0, room - 1)] for d in propose_candidates(proposer, context, generated, MAX_CANDIDATES)]
         drafts = [d for d in drafts if d]
+        draft = drafts[0] if drafts else []
+        depth = screen_depth(runner, proposer)  # > 0: the drafter asks for CopyLoop screening (engine.decode.screened)
         if len(drafts) > 1:
             v = verify_candidates(runner, pending, drafts, choose=choose)
+        elif depth:
+            v = verify_screened(runner, pending, draft, depth=depth, choose=choose)
         else:
-            v = verify_greedy(runner, pending, drafts[0] if drafts else [], choose=choose)
+            v = verify_greedy(runner, pending, draft, choose=choose)
         proposer.update(len(v.accepted))
         stats.forwards += 1
         stats.draft_tokens += sum(map(len, drafts))

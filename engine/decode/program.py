@@ -134,9 +134,10 @@ class ProgramDecoder(GenBodies):
         return self.context_length - self.runner.length - len(self.pending)
 
     # ---- forwards -----------------------------------------------------------------------------
-    def _feed(self, ids: list[int], keep: int) -> torch.Tensor:
+    def _feed(self, ids: list[int], keep: int, forward=None) -> torch.Tensor:
         self._charge_time()
-        logits = self.runner.feed(ids, keep=keep)  # raises EditCancelled once the cancel event is set
+        # forward: the session's feed, or a screened verify forward of a gen body (engine.decode.screened)
+        logits = (forward or self.runner.feed)(ids, keep=keep)  # raises EditCancelled once the cancel event is set
         self._op().forwards += 1
         self.stats.forwards += 1
         self._charge_time()
