@@ -11,7 +11,8 @@ has no use for.
 Names (``DRAFTERS``, in order): "none" (plain greedy), "pld" (prompt lookup), "spec-edit" (the
 document as draft, with re-anchoring), "replaced-lines" (a gen body drafted from the document lines it
 replaces, then prompt lookup), "switchsd" (SwitchSD: W recent kappa-gram continuations verified
-together, gated by a copy-intent probe on the model's hidden state). Front ends list these through ``engine.api.DRAFTERS``; the
+together, gated by a copy-intent probe on the model's hidden state), "copyloop" (CopyLoop: context-copy proposals, screened at a shallow
+depth before the full-depth verify; calibrated K and depth). Front ends list these through ``engine.api.DRAFTERS``; the
 strategy registry (``engine.strategies``) names the drafter each regeneration strategy uses. A new
 drafter is a module in this package implementing ``propose``/``update`` (``engine.drafters.base``)
 plus one registry line below; every decoding loop verifies whatever it proposes
@@ -22,6 +23,7 @@ from __future__ import annotations
 from typing import Callable
 
 from engine.drafters.base import DraftProposer, NoDraft
+from engine.drafters.copyloop import CopyLoopProposer
 from engine.drafters.document import DocumentDraftProposer
 from engine.drafters.pld import PromptLookupProposer
 from engine.drafters.replaced import ReplacedLinesProposer
@@ -43,6 +45,7 @@ REGISTRY: dict[str, Callable[..., DraftProposer]] = {
     "spec-edit": _document,
     "replaced-lines": lambda document_ids, *, window=16, **_: ReplacedLinesProposer(document_ids or [], window=window),
     "switchsd": lambda document_ids, *, window=16, **_: SwitchSDProposer(window=window),
+    "copyloop": lambda document_ids, **_: CopyLoopProposer(),
 }
 DRAFTERS: tuple[str, ...] = tuple(REGISTRY)
 
