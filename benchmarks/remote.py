@@ -1,8 +1,8 @@
 """Copy-as-Decode on a serving engine (engine.remote): parity with in-process, and cost vs regeneration.
 
     python -m benchmarks.remote parity  [--url URL] [--cases N] [--json out.json]
-    python -m benchmarks.remote compare [--url URL] [--cases N] [--long K] [--json out.json]
-    python -m benchmarks.remote fanout  [--url URL] [--cases N] [--levels 1,4,16] [--json out.json]
+    python -m benchmarks.remote compare [--url URL] [--cases N] [--corpus heval|long] [--json out.json]
+    python -m benchmarks.remote fanout  [--url URL] [--cases N] [--corpus heval|long] [--levels 1,4,16] [--json out.json]
 
 Without ``--url`` a llama.cpp server is started on loopback with the default weights (adapter
 merged, f32 GGUF; ``engine.remote.llama_server``); ``--url`` takes any remote model spec (e.g.
@@ -16,9 +16,10 @@ instruction, automatic budget, greedy.
 * ``compare``: prompt-level CaD vs full regeneration on the same server: output tokens the server
   generated, requests per edit, wall time, prompt tokens the server took from its prefix cache (from
   the answers), and the server's own counters (``/metrics``: vLLM ``prefix_cache_*``, llama.cpp
-  ``prompt_tokens_total`` / ``tokens_predicted_total``) before and after the run. ``--long K``: each
-  document is the buggy function between K-1 correct ones (the gold of the neighbouring pairs), a
-  long-document case where most of the output is copied.
+  ``prompt_tokens_total`` / ``tokens_predicted_total``) before and after the run. ``--corpus long``:
+  the long-document corpus (``evaluation.longdocs``: held-out third-party files of 150-900 lines,
+  1-3 local edits), each document longer than the model's window edited in the widest range around
+  its edits that fits (``LONG_WINDOW_TOKENS``), for both strategies alike.
 * ``fanout``: the cases' CaD edits with 1, 4, 16 in flight (one engine per worker thread, as
   ``cad-apply --concurrency``): wall time and edits per minute per level.
 """
@@ -27,29 +28,47 @@ from __future__ import annotations
 import re
 import sys
 import time
+from dataclasses import dataclass
 
 from benchmarks.common import bench_argparser, load_corpora, write_report
 
+# Regeneration needs the scope twice in the context (prompt + output): 3,000 tokens each fit 8,192.
+LONG_WINDOW_TOKENS = 3000
 _METRIC = re.compile(r"^([a-zA-Z_:]*(?:prefix_cache_(?:hits|queries)|prompt_tokens|tokens_predicted|"
                      r"generation_tokens)_total)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
 
 
-def _cases(n, long: int = 1):
-    from dataclasses import replace
+@dataclass(frozen=True)
+class Case:
+    """One benchmark edit: the pair's task id, document, instruction and (long documents) the range."""
 
-    corpora = load_corpora(n * long if long > 1 else n)
-    if long <= 1:
-        return [p for lang in corpora for p in corpora[lang]]
-    out = []
-    for lang, pairs in corpora.items():
-        for i in range(0, len(pairs) - long + 1, long):
-            group = pairs[i:i + long]
-            mid = long // 2
-            parts = [g.gold.rstrip("\n") for g in group[:mid]] + [group[mid].document.rstrip("\n")] + \
-                    [g.gold.rstrip("\n") for g in group[mid + 1:]]
-            out.append(replace(group[mid], task_id=f"{group[mid].task_id}+{long - 1}",
-                               document="\n\n".join(parts) + "\n"))
-    return out
+    task_id: str
+    document: str
+    instruction: str
+    line_range: tuple[int, int] | None = None
+    lines: int = 0
+
+    def request(self, strategy: str):
+        from engine.api import EditRequest
+
+        return EditRequest(self.document, self.instruction, strategy=strategy, line_range=self.line_range)
+
+
+def _cases(n: int, corpus: str = "heval", window_tokens: int = LONG_WINDOW_TOKENS) -> list[Case]:
+    """HumanEvalPack-Fix (the first ``n`` pairs per language) or the long-document corpus
+    (``evaluation.longdocs``, ``n`` documents; a document longer than ``window_tokens`` is edited
+    in the widest range around its edits that fits, as an editor selection would)."""
+    if corpus == "long":
+        from engine.backends.model import load_tokenizer
+        from evaluation.longdocs import long_document_cases
+
+        tok = load_tokenizer("default")
+        count = lambda text: len(tok.encode(text, add_special_tokens=False))  # noqa: E731
+        return [Case(c.case_id, c.document, c.instruction, c.window(count, window_tokens), c.lines)
+                for c in long_document_cases(n=n)]
+    corpora = load_corpora(n)
+    return [Case(p.task_id, p.document, p.instruction, None, p.document.count("\n") + 1)
+            for lang in corpora for p in corpora[lang]]
 
 
 def server_metrics(root_url: str) -> dict:
@@ -77,13 +96,13 @@ def _first_diff(a, b):
 
 
 def run_parity(url: str, cases) -> tuple[list, dict]:
-    from engine.api import EditEngine, EditRequest
+    from engine.api import EditEngine
     from engine.program.grammar import serialize
 
     local, remote = EditEngine("default", "cpu"), EditEngine(url)
     rows = []
     for k, pair in enumerate(cases):
-        req = EditRequest(pair.document, pair.instruction, strategy="cad")
+        req = pair.request("cad")
         t0 = time.perf_counter()
         a = local.edit(req)
         t1 = time.perf_counter()
@@ -104,7 +123,7 @@ def run_parity(url: str, cases) -> tuple[list, dict]:
 
 
 def run_compare(url: str, cases) -> tuple[list, dict]:
-    from engine.api import EditEngine, EditRequest
+    from engine.api import EditEngine
 
     engine = EditEngine(url)
     engine.load()
@@ -112,10 +131,11 @@ def run_compare(url: str, cases) -> tuple[list, dict]:
     before = server_metrics(root)
     rows = []
     for k, pair in enumerate(cases):
-        row = {"task": pair.task_id}
+        row = {"task": pair.task_id, "lines": pair.lines,
+               "range": "-".join(map(str, pair.line_range)) if pair.line_range else "all"}
         for strategy in ("cad", "regen"):
             t0 = time.perf_counter()
-            r = engine.edit(EditRequest(pair.document, pair.instruction, strategy=strategy))
+            r = engine.edit(pair.request(strategy))
             ms = (time.perf_counter() - t0) * 1000
             generated = r.stats.decoded_tokens
             row.update({f"{strategy}_decoded": generated, f"{strategy}_requests": r.stats.forwards,
@@ -143,7 +163,7 @@ def run_fanout(url: str, cases, levels) -> tuple[list, dict]:
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from engine.api import EditEngine, EditRequest
+    from engine.api import EditEngine
 
     local = threading.local()
 
@@ -151,7 +171,7 @@ def run_fanout(url: str, cases, levels) -> tuple[list, dict]:
         engine = getattr(local, "engine", None)
         if engine is None:
             engine = local.engine = EditEngine(url)
-        return engine.edit(EditRequest(pair.document, pair.instruction, strategy="cad")).text
+        return engine.edit(pair.request("cad")).text
 
     rows, texts = [], None
     for level in levels:
@@ -170,7 +190,8 @@ def run_fanout(url: str, cases, levels) -> tuple[list, dict]:
 def main(argv=None) -> int:
     p = bench_argparser(__doc__.split("\n\n")[0], default_cases=10)
     p.add_argument("mode", choices=("parity", "compare", "fanout"))
-    p.add_argument("--long", type=int, default=1, help="compare: K functions per document (default 1)")
+    p.add_argument("--corpus", choices=("heval", "long"), default="heval",
+                   help="HumanEvalPack-Fix pairs, or the long-document corpus (evaluation.longdocs)")
     p.add_argument("--levels", default="1,4,16", help="fanout: concurrency levels (default 1,4,16)")
     p.add_argument("--url", default=None, help="remote model spec (default: start llama.cpp on loopback)")
     args = p.parse_args(argv)
@@ -183,7 +204,7 @@ def main(argv=None) -> int:
         server = start_llama_server(parallel=parallel, extra=("--metrics",))
         url = server.spec
     try:
-        cases = _cases(args.cases, args.long)
+        cases = _cases(args.cases, args.corpus)
         if args.mode == "fanout":
             rows, summary = run_fanout(url, cases, [int(x) for x in args.levels.split(",")])
         else:

@@ -46,6 +46,28 @@ class LongDocCase:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def edited_lines(self) -> tuple[int, int]:
+        """First and last line of ``document`` (1-based) that the gold changes."""
+        ops = difflib.SequenceMatcher(None, self.document.split("\n"), self.gold.split("\n"),
+                                      autojunk=False).get_opcodes()
+        changed = [(a0, a1) for tag, a0, a1, _, _ in ops if tag != "equal"]
+        return changed[0][0] + 1, max(changed[-1][1], changed[-1][0] + 1)
+
+    def window(self, count_tokens, max_tokens: int, step: int = 10) -> tuple[int, int] | None:
+        """The editor's selection for a model whose context cannot hold the whole document: the
+        widest range around the edited lines (grown ``step`` lines each side at a time) whose text
+        has at most ``max_tokens`` tokens by ``count_tokens(text)``; None when the whole document fits."""
+        lines = self.document.split("\n")
+        if count_tokens(self.document) <= max_tokens:
+            return None
+        first, last = self.edited_lines()
+        a, b = first, min(last, len(lines))
+        while True:
+            na, nb = max(1, a - step), min(len(lines), b + step)
+            if (na, nb) == (a, b) or count_tokens("\n".join(lines[na - 1:nb])) > max_tokens:
+                return a, b
+            a, b = na, nb
+
 
 def _manifest_python_root() -> str | None:
     try:

@@ -31,3 +31,17 @@ def test_corpus_is_deterministic():
     a = [c.as_dict() for c in long_document_cases(n=5, seed=1)]
     b = [c.as_dict() for c in long_document_cases(n=5, seed=1)]
     assert a == b
+
+
+def test_window_holds_every_edit_and_fits():
+    count = lambda text: len(text.split())          # any monotone token count will do here
+    for case in long_document_cases(n=8, seed=0):
+        first, last = case.edited_lines()
+        assert 1 <= first <= last <= case.lines
+        window = case.window(count, max_tokens=600)
+        if window is None:
+            assert count(case.document) <= 600
+            continue
+        a, b = window
+        assert a <= first and last <= b
+        assert count("\n".join(case.document.split("\n")[a - 1:b])) <= 600 or (a, b) == (first, last)
