@@ -20,7 +20,7 @@ bonus token (the fresh head), which exists only after the deep layers finish, an
 not pipelined across layers. What carries over is state continuation: survivors advance from depth
 d_s to full depth without recomputing the shallow layers.
 
-Defaults (``DEFAULTS_FILE``) come from a calibration run (``engine.drafters.copyloop_calibrate``)
+Defaults (``DEFAULTS_FILE``) come from a calibration run (``training.copyloop_calibrate``)
 of the default model on HumanEvalPack-Fix train pairs; without that file: K = 6, the paper's
 deployment default for base models, and no screening.
 """

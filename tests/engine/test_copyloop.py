@@ -125,17 +125,16 @@ def spy(monkeypatch):
 
 
 def test_generate_screened_keeps_tokens_and_cache_of_unscreened(looping_tiny, spy):
-    deep_tiny = looping_tiny
     rng = random.Random(0)
     text = [rng.randrange(100, 3000) for _ in range(12)]
     prompt = text * 3 + text[:4]                     # repeats, so proposals exist
     runs = {}
     for depth in (0, 2):
-        runner = deep_tiny.session()
+        runner = looping_tiny.session()
         gen = generate(runner, list(prompt), max_new_tokens=40, proposer=CopyLoopProposer(tail=8, screen_depth=depth),
                        context_ids=list(prompt))
         runs[depth] = gen, runner
-    plain = generate(deep_tiny.session(), list(prompt), max_new_tokens=40)
+    plain = generate(looping_tiny.session(), list(prompt), max_new_tokens=40)
     assert runs[0][0].ids == runs[2][0].ids == plain.ids
     assert runs[2][0].stats.draft_accepted > 0 and runs[2][0].stats.forwards < plain.stats.forwards
     (_, a), (_, b) = runs[0], runs[2]
@@ -150,29 +149,28 @@ def _pairs():
 
 
 def test_regeneration_lossless_screened(tiny6, spy):
-    deep_tiny = tiny6
     for pair in _pairs():
-        ref = regenerate(deep_tiny, pair.document, pair.instruction, max_new_tokens=48)
-        got = regenerate(deep_tiny, pair.document, pair.instruction, max_new_tokens=48,
+        ref = regenerate(tiny6, pair.document, pair.instruction, max_new_tokens=48)
+        got = regenerate(tiny6, pair.document, pair.instruction, max_new_tokens=48,
                          drafter=CopyLoopProposer(tail=8, screen_depth=2))
         assert got.output_ids == ref.output_ids and got.text == ref.text, pair.task_id
-        forced_ref = regenerate(deep_tiny, pair.document, pair.instruction, forced=pair.gold)
-        forced = regenerate(deep_tiny, pair.document, pair.instruction, forced=pair.gold,
+        forced_ref = regenerate(tiny6, pair.document, pair.instruction, forced=pair.gold)
+        forced = regenerate(tiny6, pair.document, pair.instruction, forced=pair.gold,
                             drafter=CopyLoopProposer(tail=8, screen_depth=2))
         assert forced.output_ids == forced_ref.output_ids and forced.text == pair.gold
     assert spy["calls"] > 0 and spy["cut"] > 0
 
 
 def test_program_decoder_lossless_screened(tiny6, spy):
-    deep_tiny = tiny6
     for pair in _pairs():
-        ref = decode_program(deep_tiny, pair.document, pair.instruction, max_new_tokens=48)
-        got = decode_program(deep_tiny, pair.document, pair.instruction, max_new_tokens=48,
-                             drafter=CopyLoopProposer(tail=8, screen_depth=3))
-        assert got.output_ids == ref.output_ids and got.text == ref.text, pair.task_id
+        for ride in (True, False):   # without ride-along the next row is ready: the draft's first token is decided
+            ref = decode_program(tiny6, pair.document, pair.instruction, max_new_tokens=48, ride_along=ride)
+            got = decode_program(tiny6, pair.document, pair.instruction, max_new_tokens=48, ride_along=ride,
+                                 drafter=CopyLoopProposer(tail=8, screen_depth=3))
+            assert got.output_ids == ref.output_ids and got.text == ref.text, (pair.task_id, ride)
         program = line_program(pair.document, pair.gold)
-        forced_ref = decode_program(deep_tiny, pair.document, pair.instruction, forced=program)
-        forced = decode_program(deep_tiny, pair.document, pair.instruction, forced=program,
+        forced_ref = decode_program(tiny6, pair.document, pair.instruction, forced=program)
+        forced = decode_program(tiny6, pair.document, pair.instruction, forced=program,
                                 drafter=CopyLoopProposer(tail=8, screen_depth=3))
         assert forced.output_ids == forced_ref.output_ids and forced.text == forced_ref.text == pair.gold
     assert spy["calls"] > 0
