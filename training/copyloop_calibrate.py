@@ -9,7 +9,8 @@ whole grid is then measured again on a separate EVALUATION sample (other train p
 pick's throughput deficit against that sample's grid optimum is reported. d_s = 0 (no screening)
 is in the grid, so the calibration may also decide that screening does not pay on this model.
 
-The evaluation sample also compares the drafters "none", "pld" and copyloop (the pick): forwards,
+The evaluation sample also compares the drafters "none", "pld" (run interleaved with the grid) and
+copyloop (the pick): forwards,
 wall, mean acceptance length (tokens committed per verify forward) and whether the output ids are
 identical to greedy ("none"). This process's CPU time is recorded beside wall (a busy machine's
 wall time mixes in other processes; with ``--threads 1`` CPU time is the compute alone) and the pick
@@ -82,20 +83,22 @@ def geo_mean(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else 0.0
 
 
-def measure_grid(loaded, pairs, settings: list[tuple[int, int]], max_new: int, log) -> dict:
-    """``{(d_s, K): [row per case]}`` plus ``"none"``: the greedy reference run first on each case."""
+def measure_grid(loaded, pairs, settings: list[tuple[int, int]], max_new: int, log, extras=()) -> dict:
+    """``{(d_s, K): [row per case]}`` plus ``"none"`` (the greedy reference, run first on each case)
+    and one entry per registered drafter name in ``extras``, interleaved with the grid."""
     from engine.drafters.copyloop import CopyLoopProposer
 
     runs: dict = {"none": []}
-    runs.update({s: [] for s in settings})
+    runs.update({s: [] for s in [*settings, *extras]})
     for i, pair in enumerate(pairs):
         runs["none"].append(run_case(loaded, pair, "none", max_new))
-        order = settings if i % 2 == 0 else list(reversed(settings))
-        for depth, tail in order:
-            row = run_case(loaded, pair, CopyLoopProposer(tail=tail, screen_depth=depth), max_new)
+        order = [*settings, *extras]
+        for s in (order if i % 2 == 0 else list(reversed(order))):
+            drafter = s if isinstance(s, str) else CopyLoopProposer(tail=s[1], screen_depth=s[0])
+            row = run_case(loaded, pair, drafter, max_new)
             row["identical"] = row["output_ids"] == runs["none"][-1]["output_ids"]
-            runs[(depth, tail)].append(row)
-            log(f"{pair.task_id} d_s={depth} K={tail}: {tokens_per_s(row):.1f} tok/s, {row['forwards']} forwards")
+            runs[s].append(row)
+            log(f"{pair.task_id} {_key(s)}: {tokens_per_s(row):.1f} tok/s, {row['forwards']} forwards")
     return runs
 
 
@@ -113,6 +116,7 @@ def acceptance_row(name: str, rows: list[dict], reference: list[dict]) -> dict:
         "wall_s": round(sum(r["wall_s"] for r in rows), 2),
         "decode_s": round(sum(r["decode_s"] for r in rows), 2),
         "decode_tok_per_s": round(geo_mean([tokens_per_s(r) for r in rows]), 2),
+        "decode_tok_per_cpu_s": round(geo_mean([tokens_per_s(r, "decode_cpu_s") for r in rows]), 2),
         "mean_acceptance_length": round(tokens / forwards, 3) if forwards else 0.0,
         "draft_tokens": sum(r["draft_tokens"] for r in rows),
         "draft_accepted": sum(r["draft_accepted"] for r in rows),
@@ -149,19 +153,23 @@ def calibrate(loaded, *, depths, tails, cases: int, eval_cases: int, max_new: in
     cal_cpu = summarize(cal_runs, settings, "decode_cpu_s")
     pick = max(settings, key=lambda s: cal_tps[s])
     log(f"picked d_s={pick[0]} K={pick[1]}; evaluation on {[p.task_id for p in ev]}")
-    ev_runs = measure_grid(loaded, ev, settings, max_new, log)
+    ev_runs = measure_grid(loaded, ev, settings, max_new, log, extras=("pld",))
     ev_tps = summarize(ev_runs, settings)
     ev_cpu = summarize(ev_runs, settings, "decode_cpu_s")
     best = max(settings, key=lambda s: ev_tps[s])
-    pld = [run_case(loaded, pair, "pld", max_new) for pair in ev]
     compare = [acceptance_row("none", ev_runs["none"], ev_runs["none"]),
-               acceptance_row("pld", pld, ev_runs["none"]),
+               acceptance_row("pld", ev_runs["pld"], ev_runs["none"]),
                acceptance_row(f"copyloop (d_s={pick[0]}, K={pick[1]})", ev_runs[pick], ev_runs["none"])]
     if pick[0]:
         unscreened = (0, pick[1])
         rows = ev_runs[unscreened] if unscreened in ev_runs else [
             run_case(loaded, p, CopyLoopProposer(tail=pick[1], screen_depth=0), max_new) for p in ev]
         compare.append(acceptance_row(f"copyloop (unscreened, K={pick[1]})", rows, ev_runs["none"]))
+    screened = [s for s in settings if s[0] > 0]
+    if screened and not pick[0]:
+        top = max(screened, key=lambda s: ev_tps[s])
+        compare.append(acceptance_row(f"copyloop (best screened: d_s={top[0]}, K={top[1]})", ev_runs[top],
+                                      ev_runs["none"]))
     strip = lambda runs: {_key(s): [{k: v for k, v in r.items() if k != "output_ids"} for r in rows]  # noqa: E731
                           for s, rows in runs.items()}
     return {
@@ -182,8 +190,7 @@ def calibrate(loaded, *, depths, tails, cases: int, eval_cases: int, max_new: in
                                            for s, rows in runs.items() if s != "none" for r in rows),
         },
         "comparison": compare,
-        "runs": {"calibration": strip(cal_runs), "evaluation": strip(ev_runs),
-                 "evaluation_pld": [{k: v for k, v in r.items() if k != "output_ids"} for r in pld]},
+        "runs": {"calibration": strip(cal_runs), "evaluation": strip(ev_runs)},
     }
 
 
