@@ -145,7 +145,7 @@ def parser():
     p.add_argument("--long-max-tokens", type=int, default=None,
                    help="only long documents with at most this many tokens")
     p.add_argument("--free-extra", type=int, default=0,
-                   help="free-run budget = gold tokens + this (as benchmarks.e2e --free); 0: the engine's automatic one")
+                   help="free-run budget = gold tokens + this (benchmarks.e2e --free); 0: the engine's automatic one")
     p.add_argument("--long-ids", nargs="+", default=None, help="only these long documents (e.g. long/16)")
     p.add_argument("--max-new", type=int, default=None, help="free-run token budget (tests; default: see --free-extra)")
     p.add_argument("--from-records", type=Path, nargs="+", default=None,

@@ -91,7 +91,8 @@ def humaneval_cases(n: int | None) -> list[Case]:
 def long_cases(n: int, tokenizer, context_length: int, margin: int = 256, max_tokens: int | None = None) -> list[Case]:
     """The first ``n`` long documents (`evaluation.longdocs`) whose full regeneration fits the
     context window (regen prompt + document + margin) and, with ``max_tokens``, that have at most that
-    many tokens; the others are skipped, not truncated."""
+    many tokens; the others are skipped, not truncated. The corpus is deterministic per venv only (its
+    documents are the venv's site-packages), so records carry each document's hash (``doc_sha``)."""
     from engine.decode.regen import regen_framing
     from evaluation.longdocs import long_document_cases
 
@@ -271,6 +272,7 @@ def run(row: Row, loaded, case: Case, *, forced: bool, reference: dict | None = 
     return {"corpus": case.corpus, "case_id": case.case_id, "mode": "forced" if forced else "free", "budget": max_new,
             "strategy": row.name, "kind": row.kind, "reference": row.reference,
             "doc_tokens": len(loaded.tokenizer.encode(case.document, add_special_tokens=False)),
+            "doc_sha": hashlib.sha1(case.document.encode()).hexdigest()[:16],
             "doc_lines": case.document.count("\n") + 1, "output_tokens": len(ids), "text_tokens": text_tokens,
             "ids_sha": digest(ids), "text_sha": hashlib.sha1(text.encode()).hexdigest()[:16],
             "exact": text == case.gold, "loadavg": os.getloadavg()[0], **res}
