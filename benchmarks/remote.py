@@ -47,6 +47,7 @@ class Case:
     instruction: str
     line_range: tuple[int, int] | None = None
     lines: int = 0
+    gold: str = ""
 
     def request(self, strategy: str):
         from engine.api import EditRequest
@@ -64,10 +65,10 @@ def _cases(n: int, corpus: str = "heval", window_tokens: int = LONG_WINDOW_TOKEN
 
         tok = load_tokenizer("default")
         count = lambda text: len(tok.encode(text, add_special_tokens=False))  # noqa: E731
-        return [Case(c.case_id, c.document, c.instruction, c.window(count, window_tokens), c.lines)
+        return [Case(c.case_id, c.document, c.instruction, c.window(count, window_tokens), c.lines, c.gold)
                 for c in long_document_cases(n=n)]
     corpora = load_corpora(n)
-    return [Case(p.task_id, p.document, p.instruction, None, p.document.count("\n") + 1)
+    return [Case(p.task_id, p.document, p.instruction, None, p.document.count("\n") + 1, p.gold)
             for lang in corpora for p in corpora[lang]]
 
 
@@ -123,7 +124,7 @@ def run_parity(url: str, cases) -> tuple[list, dict]:
 
 
 def run_compare(url: str, cases) -> tuple[list, dict]:
-    from engine.api import EditEngine
+    from engine.api import EditEngine, EngineError
 
     engine = EditEngine(url)
     engine.load()
@@ -135,23 +136,31 @@ def run_compare(url: str, cases) -> tuple[list, dict]:
                "range": "-".join(map(str, pair.line_range)) if pair.line_range else "all"}
         for strategy in ("cad", "regen"):
             t0 = time.perf_counter()
-            r = engine.edit(pair.request(strategy))
+            try:
+                r = engine.edit(pair.request(strategy))
+            except EngineError as exc:       # recorded, not fatal: the other cases still run
+                row[f"{strategy}_error"] = f"{type(exc).__name__}: {exc}"[:200]
+                print(f"case {k + 1} {strategy}: {row[f'{strategy}_error']}", file=sys.stderr, flush=True)
+                continue
             ms = (time.perf_counter() - t0) * 1000
             generated = r.stats.decoded_tokens
             row.update({f"{strategy}_decoded": generated, f"{strategy}_requests": r.stats.forwards,
-                        f"{strategy}_ms": round(ms), f"{strategy}_truncated": r.stats.truncated})
+                        f"{strategy}_ms": round(ms), f"{strategy}_truncated": r.stats.truncated,
+                        f"{strategy}_exact": r.text == pair.gold})
             if strategy == "cad":
                 row["cad_copied"] = r.stats.copied_tokens
         rows.append(row)
         print(f"case {k + 1}/{len(cases)} {pair.task_id}", file=sys.stderr, flush=True)
     after = server_metrics(root)
-    n = max(1, len(rows))
+    done = [r for r in rows if "cad_ms" in r and "regen_ms" in r]   # both strategies answered
+    n = max(1, len(done))
+    mean = lambda key: sum(r[key] for r in done) / n  # noqa: E731
     summary = {
-        "cases": len(rows), "server": engine.model.server.dialect,
-        "cad_decoded_mean": sum(r["cad_decoded"] for r in rows) / n,
-        "regen_decoded_mean": sum(r["regen_decoded"] for r in rows) / n,
-        "cad_requests_mean": sum(r["cad_requests"] for r in rows) / n,
-        "cad_ms_mean": sum(r["cad_ms"] for r in rows) / n, "regen_ms_mean": sum(r["regen_ms"] for r in rows) / n,
+        "cases": len(rows), "compared": len(done), "server": engine.model.server.dialect,
+        "errors": sum(1 for r in rows if "cad_error" in r or "regen_error" in r),
+        "cad_decoded_mean": mean("cad_decoded"), "regen_decoded_mean": mean("regen_decoded"),
+        "cad_requests_mean": mean("cad_requests"), "cad_ms_mean": mean("cad_ms"), "regen_ms_mean": mean("regen_ms"),
+        "cad_exact": sum(bool(r.get("cad_exact")) for r in rows), "regen_exact": sum(bool(r.get("regen_exact")) for r in rows),
         "metrics_delta": {k: after[k] - before.get(k, 0.0) for k in after},
     }
     summary["decoded_ratio"] = summary["cad_decoded_mean"] / max(1e-9, summary["regen_decoded_mean"])
@@ -194,15 +203,18 @@ def main(argv=None) -> int:
                    help="HumanEvalPack-Fix pairs, or the long-document corpus (evaluation.longdocs)")
     p.add_argument("--levels", default="1,4,16", help="fanout: concurrency levels (default 1,4,16)")
     p.add_argument("--url", default=None, help="remote model spec (default: start llama.cpp on loopback)")
+    p.add_argument("--timeout", type=float, default=3600.0,
+                   help="seconds per request to the server this benchmark starts (default 3600: a long "
+                        "regeneration on a busy CPU)")
     args = p.parse_args(argv)
     server = None
     url = args.url
     if url is None:
-        from engine.remote.llama_server import start_llama_server
+        from engine.remote.llama_server import SERVED_NAME, start_llama_server
 
         parallel = max(int(x) for x in args.levels.split(",")) if args.mode == "fanout" else 1
         server = start_llama_server(parallel=parallel, extra=("--metrics",))
-        url = server.spec
+        url = f"{server.url}#model={SERVED_NAME}&timeout={args.timeout:g}"
     try:
         cases = _cases(args.cases, args.corpus)
         if args.mode == "fanout":
