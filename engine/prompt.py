@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine.errors import ContextOverflowError
 from engine.program.grammar import (
     COPY_CLOSE, COPY_LINES_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, PROGRAM_OPEN, RANGE_SEP, CopyLines,
     CopyTokens, Gen, escape,
@@ -284,3 +285,14 @@ def regen_output(decoded: str) -> tuple[str, bool]:
     if cut < 0:
         return decoded, False
     return decoded[:cut], True
+
+
+ANSWER_RESERVE = 16  # tokens kept free beyond a full copy of the document when checking the prompt
+
+
+def check_context(prompt_tokens: int, document_tokens: int, context_length: int) -> None:
+    """Raise ContextOverflowError if the prompt plus a full copy of the document cannot fit (the one
+    rule of the in-process decoder and the remote client alike)."""
+    reserve = document_tokens + ANSWER_RESERVE
+    if prompt_tokens + reserve > context_length:
+        raise ContextOverflowError(prompt_tokens, context_length, reserve)

@@ -53,14 +53,13 @@ from engine.decode.headers import GEN_OPEN_GUESS, guess_next_ops
 from engine.decode.types import DecodeResult, DecodeStats, OpRecord
 from engine.decode.verify import accept_prefix
 from engine.drafters import make_proposer
-from engine.errors import ContextOverflowError, ForcedProgramError
+from engine.errors import ForcedProgramError
 from engine.guide.fsm import DONE, GEN_BODY, ProgramFSM
 from engine.guide.tokens import op_token_ids, token_table
 from engine.program.resolver import resolve
-from engine.prompt import render_prompt
+from engine.prompt import check_context, render_prompt
 from engine.types import Progress
 
-ANSWER_RESERVE = 16  # tokens kept free beyond a full copy of the document when checking the prompt
 _NO_CHOICE = -1      # a guess reached a state with no structural choice (gen body, done)
 
 
@@ -310,12 +309,6 @@ class ProgramDecoder(GenBodies):
         self._commit([tok], "decoded")
         self.fsm_advance_tracked(tok)
 
-
-def check_context(prompt_tokens: int, document_tokens: int, context_length: int) -> None:
-    """Raise ContextOverflowError if the prompt plus a full copy of the document cannot fit."""
-    reserve = document_tokens + ANSWER_RESERVE
-    if prompt_tokens + reserve > context_length:
-        raise ContextOverflowError(prompt_tokens, context_length, reserve)
 
 
 def decode_program(loaded, document: str, instruction: str, *, token_level: bool = False,

@@ -30,17 +30,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.errors import ContextOverflowError
 from engine.program.grammar import (
     COPY_CLOSE, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, CopyLines, CopyTokens, Gen,
     unescape,
 )
-from engine.prompt import render_prompt
+from engine.prompt import check_context, render_prompt
 from engine.remote.errors import RemoteProtocolError
 from engine.remote.gbnf import end_grammar, op_grammar
 from engine.types import Progress
 
-ANSWER_RESERVE = 16   # the in-process decoder's reserve (engine.decode.program.ANSWER_RESERVE)
 HEADER_TOKENS = 48    # max tokens of one op header (a copy tag of two 6-digit indices is ~20)
 _COPY_RE = re.compile(r'<copy (lines|tokens)="([0-9]+)-([0-9]+)"/>')
 
@@ -61,12 +59,6 @@ class RemoteDecode:
     cached_tokens: int = 0    # prompt tokens the server reported as served from its prefix cache
     per_op: list = field(default_factory=list)
 
-
-def check_context(prompt_tokens: int, document_tokens: int, context_length: int) -> None:
-    """The in-process rule: the prompt plus a full copy of the document must fit."""
-    reserve = document_tokens + ANSWER_RESERVE
-    if prompt_tokens + reserve > context_length:
-        raise ContextOverflowError(prompt_tokens, context_length, reserve)
 
 
 def _decode(tokenizer, ids) -> str:
