@@ -4,6 +4,8 @@
     python -m benchmarks.remote compare [--url URL] [--cases N] [--corpus heval|long] [--json out.json]
     python -m benchmarks.remote fanout  [--url URL] [--cases N] [--corpus heval|long] [--levels 1,4,16] [--json out.json]
 
+``--server-threads T`` sets the threads of the llama.cpp server started here (default: half the cores).
+
 Without ``--url`` a llama.cpp server is started on loopback with the default weights (adapter
 merged, f32 GGUF; ``engine.remote.llama_server``); ``--url`` takes any remote model spec (e.g.
 ``make serve``'s ``http://127.0.0.1:8000/v1#smollm2-135m-cad``). Cases: the first N HumanEvalPack-Fix
@@ -21,7 +23,8 @@ instruction, automatic budget, greedy.
   1-3 local edits), each document longer than the model's window edited in the widest range around
   its edits that fits (``LONG_WINDOW_TOKENS``), for both strategies alike.
 * ``fanout``: the cases' CaD edits with 1, 4, 16 in flight (one engine per worker thread, as
-  ``cad-apply --concurrency``): wall time and edits per minute per level.
+  ``cad-apply --concurrency``), after one untimed warm-up edit (so the first level does not pay the
+  process's imports): wall time and edits per minute per level.
 """
 from __future__ import annotations
 
@@ -182,6 +185,7 @@ def run_fanout(url: str, cases, levels) -> tuple[list, dict]:
             engine = local.engine = EditEngine(url)
         return engine.edit(pair.request("cad")).text
 
+    EditEngine(url).edit(cases[0].request("cad"))   # untimed warm-up: imports, tokenizer, server caches
     rows, texts = [], None
     for level in levels:
         t0 = time.perf_counter()
@@ -203,6 +207,8 @@ def main(argv=None) -> int:
                    help="HumanEvalPack-Fix pairs, or the long-document corpus (evaluation.longdocs)")
     p.add_argument("--levels", default="1,4,16", help="fanout: concurrency levels (default 1,4,16)")
     p.add_argument("--url", default=None, help="remote model spec (default: start llama.cpp on loopback)")
+    p.add_argument("--server-threads", type=int, default=None,
+                   help="threads of the llama.cpp server this benchmark starts (default: half the cores)")
     p.add_argument("--timeout", type=float, default=3600.0,
                    help="seconds per request to the server this benchmark starts (default 3600: a long "
                         "regeneration on a busy CPU)")
@@ -213,7 +219,7 @@ def main(argv=None) -> int:
         from engine.remote.llama_server import SERVED_NAME, start_llama_server
 
         parallel = max(int(x) for x in args.levels.split(",")) if args.mode == "fanout" else 1
-        server = start_llama_server(parallel=parallel, extra=("--metrics",))
+        server = start_llama_server(parallel=parallel, threads=args.server_threads, extra=("--metrics",))
         url = f"{server.url}#model={SERVED_NAME}&timeout={args.timeout:g}"
     try:
         cases = _cases(args.cases, args.corpus)
