@@ -213,18 +213,19 @@ def main(argv=None) -> int:
                    help="seconds per request to the server this benchmark starts (default 3600: a long "
                         "regeneration on a busy CPU)")
     args = p.parse_args(argv)
+    levels = [int(x) for x in args.levels.split(",")]
     server = None
     url = args.url
     if url is None:
         from engine.remote.llama_server import SERVED_NAME, start_llama_server
 
-        parallel = max(int(x) for x in args.levels.split(",")) if args.mode == "fanout" else 1
+        parallel = max(levels) if args.mode == "fanout" else 1
         server = start_llama_server(parallel=parallel, threads=args.server_threads, extra=("--metrics",))
         url = f"{server.url}#model={SERVED_NAME}&timeout={args.timeout:g}"
     try:
         cases = _cases(args.cases, args.corpus)
         if args.mode == "fanout":
-            rows, summary = run_fanout(url, cases, [int(x) for x in args.levels.split(",")])
+            rows, summary = run_fanout(url, cases, levels)
         else:
             rows, summary = (run_parity if args.mode == "parity" else run_compare)(url, cases)
     finally:
