@@ -17,7 +17,10 @@ plus the held-out part of HumanEvalPack-Fix) and record per case:
   copied, the generated text is wrong), ``wrong-span`` (copied or dropped the wrong lines),
   ``changed-noop`` (changed something on a no-op request), ``wrong-text`` (regeneration: the
   document came back changed, but not as asked), ``error``);
-* tokens decoded, forwards and seconds per edit.
+* tokens decoded, forwards and seconds per edit;
+* ``planner``: who wrote the program, ``model`` or ``snippet-merge`` (a pasted snippet merged by its
+  anchors, `engine.program.snippet`; on by default as in the product, ``--no-snippet-merge`` measures
+  the model alone). The table's ``merged`` column is the share of cases merged so.
 
 Cases are written to ``--out``'s ``.jsonl`` as they finish, so an interrupted run resumes (rerun
 the same command) and a long run can be watched. At the end: summary JSON, a markdown table per
@@ -107,7 +110,7 @@ def heval_tests() -> dict:
     return {p.task_id: p for lang in ("python", "js") for p in load_pairs(lang)}
 
 
-def run_case(engine, case, strategy: str, tests: dict) -> dict:
+def run_case(engine, case, strategy: str, tests: dict, snippet_merge: bool = True) -> dict:
     from engine.api import EditRequest, EngineError
 
     if strategy == "cad" and case.granularity == "tokens":
@@ -116,7 +119,8 @@ def run_case(engine, case, strategy: str, tests: dict) -> dict:
            "lines": case.document.count("\n") + 1, "strategy": strategy}
     start = time.perf_counter()
     try:
-        result = engine.edit(EditRequest(document=case.document, instruction=case.instruction, strategy=strategy))
+        result = engine.edit(EditRequest(document=case.document, instruction=case.instruction, strategy=strategy,
+                                         snippet_merge=snippet_merge))
     except EngineError as exc:
         row.update(completed=False, applied=False, em=False, failure="error", error=str(exc)[:300],
                    seconds=round(time.perf_counter() - start, 3))
@@ -126,7 +130,7 @@ def run_case(engine, case, strategy: str, tests: dict) -> dict:
     oracle = oracle_copies(case)
     row.update(completed=completed, applied=completed, em=result.text == case.gold,
                seconds=round(time.perf_counter() - start, 3), decoded_tokens=stats.decoded_tokens,
-               forwards=stats.forwards, ops=stats.ops,
+               forwards=stats.forwards, ops=stats.ops, planner=stats.planner,
                failure=classify(case, oracle, result.text, result.program, stats, result.warnings))
     if strategy == "cad":
         spans = span_accuracy(oracle, result.program)
@@ -160,6 +164,7 @@ def summarize(rows: list[dict]) -> list[dict]:
                 failures[r["failure"]] += 1
         table.append({"model": model, "strategy": strategy, "family": family, "n": n,
                       "completed": mean("completed"), "applied": mean("applied"), "em": mean("em"),
+                      "merged": round(sum(r.get("planner") == "snippet-merge" for r in rs) / n, 3),
                       "pass@1": mean("pass"), "span_start": mean("span_start"), "span_end": mean("span_end"),
                       "tokens": mean("decoded_tokens"), "s/edit": mean("seconds"),
                       "failures": ", ".join(f"{k} {v}" for k, v in sorted(failures.items()))})
@@ -176,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--strategies", default="cad,regen")
     p.add_argument("--families", default="", help="only these families (comma-separated)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-snippet-merge", dest="snippet_merge", action="store_false",
+                   help="the model decodes every case (default: pasted snippets that anchor are merged, as in the product)")
     p.add_argument("--device", default="auto")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/selector"), help="output path prefix")
     p.add_argument("--report-only", action="store_true", help="rewrite the summary from --out's .jsonl files")
@@ -206,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                 for case in cases:
                     if (model, strategy, case.case_id) in done:
                         continue
-                    row = {"model": model, **run_case(engine, case, strategy, tests)}
+                    row = {"model": model, **run_case(engine, case, strategy, tests, args.snippet_merge)}
                     rows.append(row)
                     log.write(json.dumps(row) + "\n")
                     log.flush()

@@ -25,18 +25,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import time
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
-from engine.api import EditCancelled, EditRequest, EngineError, ModelLoadError, get_strategy
+from engine.api import SNIPPET_MERGE, EditCancelled, EditRequest, EngineError, ModelLoadError, get_strategy
 from engine.program.grammar import serialize
+from engine.program.placeholders import find_lazy_placeholders, refusal_message
 
 from .arguments import EditArgs, check_unicode, parse_edit_args
 from .diffs import unified_diff
-from .placeholders import find_lazy_placeholders, refusal_message
 from .errors import CommandArgumentError, CommandRefusedError, EngineCommandError
 from .instruction_comments import drop_line_from_program, locate_comment
 from . import preview_cache
@@ -47,6 +48,8 @@ from .textedits import program_to_edits
 from .documents import DocumentUnavailableError, take_snapshot
 from .versioned_apply import apply_versioned, client_can_apply_edits
 from .worker import CancelSignal, EditJob
+
+_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 
 # Engine errors whose message tells the user what to do.
 _USER_FACING = (EngineError, ModelLoadError)
@@ -96,10 +99,14 @@ def _build_request(ls: Any, args: EditArgs, text: str) -> EditRequest:
         get_strategy(strategy)
     except EngineError as exc:
         raise CommandArgumentError(f"strategy: {exc}") from None
-    return EditRequest(document=text, instruction=args.instruction.strip(),
+    # Leading blank lines and trailing blanks go; the first line keeps its indentation (a pasted
+    # snippet without a fence anchors by whole lines, indentation included).
+    instruction = _LEADING_BLANK_LINES.sub("", args.instruction.rstrip())
+    return EditRequest(document=text, instruction=instruction,
                        strategy=strategy, line_range=line_range,
                        max_new_tokens=args.max_new_tokens or settings.max_new_tokens,
-                       mode=settings.resolver_mode, gen_drafter=settings.gen_drafter)
+                       mode=settings.resolver_mode, gen_drafter=settings.gen_drafter,
+                       snippet_merge=settings.snippet_merge)
 
 
 def _retrieve(task: asyncio.Task) -> None:
@@ -203,8 +210,9 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             ls.show(f"Copy-as-Decode: {outcome.message}", types.MessageType.Warning)
         stats["server_ms"] = (time.perf_counter() - t0) * 1000.0
         _log_stats(ls, command, args.uri, stats, outcome.message)
-        progress.end(outcome.message)
-        reply.update(applied=outcome.applied, message=outcome.message, discarded=outcome.discarded)
+        merged = " (pasted snippet merged by its anchors, no decoding)" if stats.get("planner") == SNIPPET_MERGE else ""
+        progress.end(outcome.message + merged)
+        reply.update(applied=outcome.applied, message=outcome.message + merged, discarded=outcome.discarded)
         if outcome.unconfirmed:
             reply["unconfirmed"] = True
         return reply
@@ -258,6 +266,8 @@ def _stats(stats: Any, job: EditJob, t0: float) -> dict:
 
 
 def _log_stats(ls: Any, command: str, uri: str, stats: dict, outcome: str) -> None:
+    if stats.get("planner") == SNIPPET_MERGE and "merged by its anchors" not in outcome:
+        outcome = f"{outcome} (pasted snippet merged by its anchors, no decoding)"
     ls.log(f"{command} {uri}: {stats['server_ms']:.0f} ms (engine {stats['engine_ms'] or 0:.0f} ms, "
            f"queued {stats['queue_ms']:.0f} ms), {stats.get('copied_tokens')} tokens copied, "
            f"{stats.get('decoded_tokens')} generated, speedup ~{stats.get('speedup_estimate', 1.0):.2f}x; "

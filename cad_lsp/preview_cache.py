@@ -46,7 +46,7 @@ class Preview:
     truncated: bool
     budget: int | None
     stats: dict = field(default_factory=dict)
-    refusal: str | None = None       # why it must not be applied (cad_lsp.placeholders)
+    refusal: str | None = None       # why it must not be applied (engine.program.placeholders)
     created: float = field(default_factory=time.monotonic)
 
 
@@ -130,7 +130,7 @@ async def apply_preview(ls: Any, *arguments: Any) -> dict:
         ls.show(f"Copy-as-Decode: {message}", types.MessageType.Warning)
         reply.update(applied=False, message=message, discarded=False, truncated=True)
         return reply
-    if preview.refusal is not None:  # a lazy placeholder would delete code (cad_lsp.placeholders)
+    if preview.refusal is not None:  # a lazy placeholder would delete code (engine.program.placeholders)
         ls.show(f"Copy-as-Decode: {preview.refusal}", types.MessageType.Warning)
         reply.update(applied=False, message=preview.refusal, discarded=False)
         return reply

@@ -7,6 +7,9 @@ Owns the ``cad`` settings section and its validation. Keys (camelCase, as client
 * ``strategy``: one of :data:`engine.api.STRATEGIES`
 * ``genDrafter``: one of :data:`engine.api.DRAFTERS` (the drafter registry), default "none": the
   speculative drafter of the ``cad``/``cad-tokens`` gen bodies (lossless: it changes forwards, never text)
+* ``snippetMerge``: bool, default true. An instruction that carries a pasted snippet (a fenced block
+  with ``... existing code ...`` placeholders) anchoring at one place is merged without the model
+  (:mod:`engine.program.snippet`); false: the strategy always decodes
 * ``maxNewTokens``: positive int, decode budget per edit
 * ``resolverMode``: "strict" | "clipped"
 * ``applyTruncated``: bool, default false. A program cut off by ``maxNewTokens`` is incomplete
@@ -37,6 +40,7 @@ _KEYS = {"model": "model", "device": "device", "strategy": "strategy",
          "genDrafter": "gen_drafter", "gen_drafter": "gen_drafter",
          "maxNewTokens": "max_new_tokens", "max_new_tokens": "max_new_tokens",
          "resolverMode": "resolver_mode", "resolver_mode": "resolver_mode",
+         "snippetMerge": "snippet_merge", "snippet_merge": "snippet_merge",
          "applyTruncated": "apply_truncated", "apply_truncated": "apply_truncated",
          "applyEditTimeout": "apply_edit_timeout", "apply_edit_timeout": "apply_edit_timeout"}
 
@@ -51,6 +55,7 @@ class Settings:
     device: str = "auto"
     strategy: str = "cad"
     gen_drafter: str = "none"
+    snippet_merge: bool = True
     max_new_tokens: int | None = None      # None: auto (the document's tokens + a margin)
     resolver_mode: str = "clipped"
     apply_truncated: bool = False
@@ -72,7 +77,7 @@ class Settings:
             field = _KEYS.get(key)
             if field is None:
                 warnings.append(f"{source}: unknown setting {SECTION}.{key} ignored "
-                                f"(known: model, device, strategy, genDrafter, maxNewTokens, resolverMode, "
+                                f"(known: model, device, strategy, genDrafter, snippetMerge, maxNewTokens, resolverMode, "
                                 f"applyTruncated, applyEditTimeout)")
                 continue
             changes[field] = _validate(field, value, key, source)
@@ -91,7 +96,7 @@ def _validate(field: str, value: Any, key: str, source: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
             raise SettingsError(f"{where} must be a number of seconds between 0 and 86400")
         return float(value)
-    if field == "apply_truncated":
+    if field in ("apply_truncated", "snippet_merge"):
         if not isinstance(value, bool):
             raise SettingsError(f"{where} must be true or false")
         return value

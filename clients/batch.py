@@ -27,7 +27,7 @@ from clients.jobs import Job, JobsFileError, OutsideRootError, confine, read_job
 from clients.journal import JOURNAL_NAME, Journal
 from clients.line_endings import NotTextError, decode, encode
 from clients.progress_bar import ProgressBar
-from cad_lsp.placeholders import find_lazy_placeholders, refusal_message
+from engine.program.placeholders import find_lazy_placeholders, refusal_message
 from engine.api import DRAFTERS, STRATEGIES  # the engine's registries (torch-free import)
 
 EXIT_OK = 0
@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", default="cad", choices=STRATEGIES, help="engine strategy (default: cad)")
     p.add_argument("--gen-drafter", default="none", choices=DRAFTERS,
                    help="speculative drafter of cad gen bodies (lossless: same edit, fewer forwards; default: none)")
+    p.add_argument("--no-snippet-merge", dest="snippet_merge", action="store_false",
+                   help="always decode, even when an instruction carries a snippet that anchors at one place")
     p.add_argument("--model", default="default", help="model spec: default, an HF dir, or a .gguf path")
     p.add_argument("--max-new-tokens", type=_budget, default=None, metavar="N|auto",
                    help="decode budget per edit (default: auto = the edited text's tokens + a margin)")
@@ -144,10 +146,12 @@ def _make_backend(args, progress: ProgressBar):
         command = shlex.split(args.server_cmd) if args.server_cmd else None
         settings = {"cad": {"model": args.model, "device": args.device, "maxNewTokens": args.max_new_tokens,
                             "strategy": args.strategy, "genDrafter": args.gen_drafter,
+                            "snippetMerge": args.snippet_merge,
                             "applyTruncated": True}}  # run_job decides
         return LspBackend(command=command, settings=settings, strategy=args.strategy, root=args.root)
     return InProcessBackend(model=args.model, strategy=args.strategy, max_new_tokens=args.max_new_tokens,
-                            device=args.device, on_status=progress.message, gen_drafter=args.gen_drafter)
+                            device=args.device, on_status=progress.message, gen_drafter=args.gen_drafter,
+                            snippet_merge=args.snippet_merge)
 
 
 def _diff(old: str, new: str, label: str) -> str:

@@ -42,7 +42,8 @@ class InProcessBackend:
 
     def __init__(self, *, model: str = "default", strategy: str = "cad",
                  max_new_tokens: int | None = None, device: str = "auto",
-                 on_status: Callable[[str], None] | None = None, gen_drafter: str = "none"):
+                 on_status: Callable[[str], None] | None = None, gen_drafter: str = "none",
+                 snippet_merge: bool = True):
         try:
             from engine import api
         except ImportError as exc:
@@ -54,6 +55,7 @@ class InProcessBackend:
         self._api = api
         self.strategy = strategy
         self.max_new_tokens = max_new_tokens
+        self.snippet_merge = snippet_merge
         self.engine = api.EditEngine(model, device, on_status=on_status, gen_drafter=gen_drafter)
 
     def edit(self, text, instruction, line_range, *, path=None) -> EditOutcome:
@@ -64,7 +66,8 @@ class InProcessBackend:
             except Exception as exc:
                 raise BackendStartError(f"could not load the model: {exc}") from exc
         request = api.EditRequest(document=text, instruction=instruction, strategy=self.strategy,
-                                  line_range=line_range, max_new_tokens=self.max_new_tokens)
+                                  line_range=line_range, max_new_tokens=self.max_new_tokens,
+                                  snippet_merge=self.snippet_merge)
         try:
             result = self.engine.edit(request)
         except api.EngineError as exc:
@@ -76,7 +79,7 @@ class InProcessBackend:
                                f"{type(exc).__name__}: {exc} (please report)") from exc
         stats = result.stats
         stats_dict = {k: getattr(stats, k) for k in ("decoded_tokens", "copied_tokens", "forced_tokens",
-                                                     "forwards", "ops", "wall_ms", "truncated", "budget")
+                                                     "forwards", "ops", "wall_ms", "truncated", "budget", "planner")
                       if hasattr(stats, k)}
         return EditOutcome(result.text, stats_dict, list(result.warnings))
 

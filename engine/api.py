@@ -9,6 +9,7 @@ module or constructing `EditEngine` never imports torch; `load()` (or the first 
     engine = EditEngine()                       # "default" = SmolLM2-135M GGUF, device "auto"
     result = engine.edit(EditRequest(document, "Fix bugs in add.", strategy="cad"))
     result.program, result.text, result.stats, result.warnings
+    result.stats.planner                        # "model", or "snippet-merge" (a pasted snippet merged exactly)
 
 `line_range=(a, b)` (1-based inclusive) edits only lines a..b: the model sees that slice, and the
 program is re-based so `.program` / `.text` refer to the full document (lines outside unchanged).
@@ -20,7 +21,7 @@ import time
 from typing import Callable
 
 from engine.drafters import DRAFTERS
-from engine.edit import run_edit
+from engine.edit import SNIPPET_MERGE, run_edit
 from engine.errors import (
     ContextOverflowError, EditCancelled, EngineError, InvalidRangeError, InvalidRequestError, ModelLoadError,
     UnknownStrategyError,
@@ -33,7 +34,7 @@ from engine.types import MODES, EditRequest, EditResult, EditStats, Progress
 __all__ = [
     "STRATEGIES", "DRAFTERS", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
     "EngineError", "ContextOverflowError", "EditCancelled", "InvalidRangeError",
-    "UnknownStrategyError", "InvalidRequestError", "ModelLoadError", "get_strategy",
+    "UnknownStrategyError", "InvalidRequestError", "ModelLoadError", "get_strategy", "SNIPPET_MERGE",
 ]
 
 
@@ -44,6 +45,8 @@ def validate(request: EditRequest) -> tuple[int, int] | None:
     if not isinstance(request.instruction, str) or not request.instruction.strip():
         raise InvalidRequestError("instruction is empty: say what to change, e.g. 'Fix bugs in add.'")
     get_strategy(request.strategy)  # UnknownStrategyError names the registered choices
+    if not isinstance(request.snippet_merge, bool):
+        raise InvalidRequestError(f"snippet_merge must be true or false, got {request.snippet_merge!r}")
     if request.mode not in MODES:
         raise InvalidRequestError(f"unknown resolve mode {request.mode!r}; choose 'strict' or 'clipped'")
     if request.gen_drafter is not None:

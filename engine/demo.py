@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instruction", help="edit instruction (default: the file's .instruction.txt)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="decode budget (default: auto)")
     p.add_argument("--lines", type=_parse_lines, help="edit only lines A-B (1-based, inclusive)")
+    p.add_argument("--no-snippet-merge", dest="snippet_merge", action="store_false",
+                   help="always decode, even when the instruction carries a snippet that anchors at one place")
     p.add_argument("--device", default="auto")
     p.add_argument("--model", default="default", help="model spec: default, an HF dir or a .gguf path")
     return p
@@ -49,7 +51,7 @@ def stats_table(stats) -> str:
     rows = [
         ("decoded tokens", stats.decoded_tokens), ("copied tokens", stats.copied_tokens),
         ("forced tokens", stats.forced_tokens), ("forwards", stats.forwards), ("ops", stats.ops),
-        ("prompt tokens", stats.prompt_tokens), ("wall ms", f"{stats.wall_ms:.0f}"),
+        ("planner", stats.planner), ("prompt tokens", stats.prompt_tokens), ("wall ms", f"{stats.wall_ms:.0f}"),
         ("truncated", stats.truncated), ("speedup estimate", f"{stats.speedup_estimate:.2f}x"),
     ]
     return "\n".join(["| stat | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows])
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
     engine = EditEngine(args.model, args.device, on_status=status)
     request = EditRequest(document, instruction, strategy=args.strategy, line_range=args.lines,
-                          max_new_tokens=args.max_new_tokens)
+                          max_new_tokens=args.max_new_tokens, snippet_merge=args.snippet_merge)
     try:
         engine.load()
         result = engine.edit(request, progress=progress)

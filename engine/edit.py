@@ -7,7 +7,9 @@ torch (the decoders are imported when an edit runs). Dispatch on the registered 
     line or token copies per `Strategy.token_level`; gen bodies drafted by the request's `gen_drafter`)
   * family "regen" ("regen", "spec-edit") -> engine.decode.regen.regenerate (full regeneration drafted
     by the strategy's `drafter`), compiled to a line Program with engine.program.oracle.line_program.
-Range-scoped requests edit the slice only and are re-based with engine.program.scope.
+Range-scoped requests edit the slice only and are re-based with engine.program.scope. A request whose
+instruction carries a pasted snippet that anchors at one place (engine.program.snippet) is merged
+without decoding when `request.snippet_merge` (the default); the result says `stats.planner`.
 Cancellation (`EditCancelled`, raised by the backend session) passes through unchanged.
 """
 from __future__ import annotations
@@ -20,8 +22,11 @@ from engine.program.grammar import CopyTokens
 from engine.program.oracle import line_program
 from engine.program.resolver import resolve
 from engine.program.scope import rebase_program, slice_lines, splice_text
+from engine.program.snippet import merge_snippet
 from engine.strategies import Strategy, get_strategy
 from engine.types import EditResult, EditStats
+
+SNIPPET_MERGE = "snippet-merge"
 
 
 def _run_regen(loaded, document, request, strategy: Strategy, *, cancel, progress, window, probe):
@@ -99,6 +104,15 @@ def incomplete_warning(stats, request) -> str | None:
     return None
 
 
+def _merged(document: str, text: str):
+    """The (program, text, stats, warnings) of a snippet merged without the model: the oracle's program."""
+    from engine.decode.types import DecodeStats
+
+    program = tuple(line_program(document, text))
+    stats = DecodeStats(per_op=[{"kind": SNIPPET_MERGE, "tokens": 0, "forwards": 0, "ms": 0.0}])
+    return program, text, stats, []
+
+
 def run_scoped(tokenizer, request, line_range, run) -> EditResult:
     """Scope the request, ``run(sub, request)`` on the scope, re-base, and assemble the EditResult.
 
@@ -110,8 +124,12 @@ def run_scoped(tokenizer, request, line_range, run) -> EditResult:
     sub = document if line_range is None else slice_lines(document, *line_range)
     if request.max_new_tokens is None:
         request = replace(request, max_new_tokens=auto_budget(tokenizer, sub))
+    merged = merge_snippet(sub, request.instruction) if request.snippet_merge else None
     try:
-        program, sub_text, stats, warnings = run(sub, request)
+        if merged is not None:
+            program, sub_text, stats, warnings = _merged(sub, merged)
+        else:
+            program, sub_text, stats, warnings = run(sub, request)
     except ContextOverflowError as exc:
         if line_range is not None:
             a, b = line_range
@@ -136,7 +154,7 @@ def run_scoped(tokenizer, request, line_range, run) -> EditResult:
         forced_tokens=stats.forced_tokens, forwards=stats.forwards, ops=len(program),
         prompt_tokens=stats.prompt_tokens, wall_ms=0.0, per_op=list(stats.per_op),
         truncated=bool(stats.truncated), speedup_estimate=output_tokens / max(1, stats.forwards),
-        budget=request.max_new_tokens,
+        budget=request.max_new_tokens, planner="model" if merged is None else SNIPPET_MERGE,
     )
     return EditResult(program=tuple(program), text=text, stats=edit_stats, warnings=warnings)
 

@@ -1,7 +1,7 @@
 """Plain data the engine's front door takes and gives (torch-free): request, progress, stats, result.
 
     EditRequest(document, instruction, strategy="cad", line_range=None, max_new_tokens=None, mode="clipped",
-                gen_drafter=None)
+                gen_drafter=None, snippet_merge=True)
     Progress(decoded, copied, forced, forwards, ops)        # after every forward
     EditStats(...)                                          # what the edit cost
     EditResult(program, text, stats, warnings)              # program lines refer to the FULL document
@@ -28,6 +28,8 @@ class EditRequest:
     max_new_tokens: int | None = None         # None: auto (the edited text's tokens + a margin)
     mode: str = "clipped"
     gen_drafter: str | None = None            # engine.drafters name drafting cad gen bodies; None: the engine's
+    snippet_merge: bool = True                # a pasted snippet that anchors unambiguously is merged without the
+                                              # model (engine.program.snippet); False: the strategy always decodes
 
 
 @dataclass
@@ -56,6 +58,7 @@ class EditStats:
     truncated: bool = False
     speedup_estimate: float = 1.0
     budget: int = 0            # the max_new_tokens this edit ran with (auto budgets resolved)
+    planner: str = "model"     # who wrote the program: "model" (the strategy decoded it) or "snippet-merge"
 
 
 @dataclass

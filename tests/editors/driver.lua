@@ -159,6 +159,15 @@ function scenarios.edit_range(buf)
   edit_and_undo(buf, "'<,'>CadEdit " .. cfg.instruction)
 end
 
+-- :CadPaste z with an empty register (a warning, nothing sent), then :CadPaste a holding
+-- cfg.register_text, and :undo.
+function scenarios.paste(buf)
+  vim.fn.setreg('z', '')
+  vim.cmd('CadPaste z')
+  vim.fn.setreg('a', cfg.register_text)
+  edit_and_undo(buf, 'CadPaste a')
+end
+
 -- :CadEdit with no argument: prompts via vim.ui.input.
 function scenarios.prompt(buf)
   edit_and_undo(buf, 'CadEdit')

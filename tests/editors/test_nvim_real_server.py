@@ -110,6 +110,23 @@ def test_whole_buffer_edit_applies_program_and_undoes(tmp_path, buggy_file, pair
     assert report["after_undo"] == before, "one :undo must restore the original buffer"
 
 
+def test_pasted_snippet_in_a_register_is_merged_without_decoding(tmp_path, buggy_file, pair):
+    """:CadPaste a: a chat-style snippet anchors at one place, so the server merges it exactly."""
+    old = "                distance = elem - elem2"
+    assert old in pair.document
+    snippet = ("Apply this:\n```python\n            if idx != idx2:\n                distance = abs(elem - elem2)\n"
+               "                # ... existing code ...\n```\n")
+    report = run_real(tmp_path, "paste", buggy_file, register_text=snippet)
+    assert "register z is empty" in report["messages"], describe(report)
+    done = report["done"]
+    assert done.get("applied") is True, describe(report)
+    result = json.loads(done["result"])
+    assert result["stats"]["planner"] == "snippet-merge" and result["stats"]["forwards"] == 0
+    expected = pair.document.replace(old, "                distance = abs(elem - elem2)")
+    assert report["after"] == expected.removesuffix("\n").split("\n"), describe(report)
+    assert report["after_undo"] == report["before"]
+
+
 def test_visual_range_edit_keeps_lines_outside_range(tmp_path, buggy_file, pair):
     line1, line2 = 6, 9  # the inner loop body of has_close_elements
     report = run_real(tmp_path, "edit_range", buggy_file, instruction=pair.instruction, line1=line1, line2=line2)

@@ -138,6 +138,28 @@ def test_real_client_spawns_real_server_and_applies_a_code_action(vscode_extensi
     assert report["server_exit"]["code"] == 0
 
 
+@pytest.mark.real_model
+def test_clipboard_snippet_is_merged_by_the_real_server(vscode_extension, tmp_path, doc):
+    """A chat-style snippet on the clipboard: the real server merges it by its anchors (no decoding)."""
+    if not CAD_LSP.exists():
+        pytest.skip(f"{CAD_LSP} is not installed (run `make setup`)")
+    snippet = "Use this:\n```python\ndef add(a, b):\n    total = a + b\n    # ... existing code ...\n```\n"
+    report = run_driver(vscode_extension, {
+        "scenario": "apply_clipboard", "file": str(doc), "clipboard": snippet, "start_timeout_ms": 60000,
+        "settings": {"copyAsDecode.server.command": str(CAD_LSP)}}, timeout_s=600)
+    result = report["result"]
+    assert result["applied"] is True and result["stats"]["planner"] == "snippet-merge", result
+    assert report["after"] == SOURCE.replace("a - b", "a + b")
+    assert any("merged" in m["text"] for m in report["messages"]), report["messages"]
+
+
+def test_empty_clipboard_is_a_clear_warning(vscode_extension, tmp_path, doc):
+    report, got = run_fake(vscode_extension, tmp_path, {"scenario": "apply_clipboard", "file": str(doc), "clipboard": " \n"})
+    assert report["result"] is None and report["after"] == SOURCE
+    assert any("clipboard is empty" in m["text"] for m in report["messages"]), report["messages"]
+    assert not [m for m in got if m.get("method") == "workspace/executeCommand"]
+
+
 # -- against the real cad_lsp server with a deterministic engine (tests/editors/fake_engine_lsp.py) --
 
 FAKE_ENGINE = Path(__file__).with_name("fake_engine_lsp.py")

@@ -98,6 +98,14 @@ const scenarios = {
     step('preview finished');
   },
 
+  // copyAsDecode.applyClipboard with cfg.clipboard as the clipboard's text.
+  async apply_clipboard(api, doc) {
+    shim.clipboard.text = cfg.clipboard ?? '';
+    report.result = (await withTimeout(vscode.commands.executeCommand('copyAsDecode.applyClipboard'),
+      cfg.timeout_ms, 'apply clipboard')) ?? null;
+    step('clipboard applied');
+  },
+
   // Start a slow edit, then cancel it from the status bar item's command.
   async cancel_from_status_bar(api, doc) {
     const run = vscode.commands.executeCommand('copyAsDecode.applyEditInstruction');

@@ -28,6 +28,7 @@ const record = {
 const answers = []; // queued input-box answers
 const choices = []; // queued answers to messages that offer items (e.g. "Apply")
 const config = {}; // "section.key" -> value
+const clipboard = { text: '' }; // what env.clipboard.readText() returns
 
 class Disposable {
   constructor(fn) { this._fn = fn; }
@@ -373,12 +374,13 @@ const api = {
   SymbolTag: { Deprecated: 1 }, EndOfLine: { LF: 1, CRLF: 2 }, ConfigurationTarget: { Global: 1, Workspace: 2, WorkspaceFolder: 3 },
   LogLevel: { Off: 0, Trace: 1, Debug: 2, Info: 3, Warning: 4, Error: 5 },
   window, workspace, languages, commands,
-  env: { language: 'en', appName: 'vscode-shim', appRoot: '', machineId: 'shim', sessionId: 'shim', uriScheme: 'vscode', openExternal: async () => true },
+  env: { language: 'en', appName: 'vscode-shim', appRoot: '', machineId: 'shim', sessionId: 'shim', uriScheme: 'vscode', openExternal: async () => true,
+    clipboard: { readText: async () => clipboard.text, writeText: async (t) => { clipboard.text = String(t); } } },
   extensions: { all: [], getExtension: () => undefined, onDidChange: new EventEmitter().event },
 };
 
 const shimControl = {
-  record, answers, choices, config, registered, documents,
+  record, answers, choices, config, registered, documents, clipboard,
   /** Open a file as VS Code would (didOpen fires) and make it the active editor. */
   async openFile(fsPath) { const doc = await workspace.openTextDocument(Uri.file(fsPath)); await window.showTextDocument(doc); return doc; },
   setSelection(doc, range) { activeTextEditor = makeEditor(doc, new Selection(range.start, range.end)); },

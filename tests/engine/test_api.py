@@ -43,6 +43,7 @@ def test_constructing_engine_does_not_import_torch():
     (dict(max_new_tokens=0), InvalidRequestError, "max_new_tokens"),
     (dict(instruction="  "), InvalidRequestError, "instruction"),
     (dict(gen_drafter="medusa"), InvalidRequestError, "none, pld, spec-edit"),
+    (dict(snippet_merge="yes"), InvalidRequestError, "snippet_merge"),
 ])
 def test_invalid_requests_fail_before_loading(fields, error, words):
     engine = EditEngine()
@@ -137,6 +138,24 @@ def test_request_gen_drafter_changes_forwards_never_the_edit(tiny_engine, drafte
     ref = tiny_engine.edit(request)
     got = tiny_engine.edit(EditRequest(DOC, "Rename line_4 to four.", max_new_tokens=48, gen_drafter=drafter))
     assert (got.text, got.program, got.stats.truncated) == (ref.text, ref.program, ref.stats.truncated)
+
+
+SNIPPET = "Apply this change:\n```python\n# ... existing code ...\nline_4 = 4\nline_5 = 50\nline_6 = 6\n# ... existing code ...\n```"
+
+
+@pytest.mark.parametrize("line_range", [None, (3, 7)])
+def test_pasted_snippet_is_merged_without_decoding(tiny_engine, line_range):
+    """A snippet that anchors at one place is merged exactly, no forward; range scoping re-bases it."""
+    result = tiny_engine.edit(EditRequest(DOC, SNIPPET, line_range=line_range))
+    assert result.text == DOC.replace("line_5 = 5\n", "line_5 = 50\n")
+    assert result.stats.planner == "snippet-merge" and result.stats.forwards == 0
+    assert resolve(result.program, DOC, "strict").text == result.text
+    assert [op for op in result.program if isinstance(op, Gen)] == [Gen("\nline_5 = 50\n")]
+
+
+def test_snippet_merge_off_decodes_with_the_model(tiny_engine):
+    result = tiny_engine.edit(EditRequest(DOC, SNIPPET, snippet_merge=False, max_new_tokens=8))
+    assert result.stats.planner == "model" and result.stats.forwards > 0
 
 
 @pytest.mark.parametrize("strategy", ["regen", "spec-edit"])

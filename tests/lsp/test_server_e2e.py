@@ -110,6 +110,21 @@ async def test_apply_edit_sends_versioned_edit_with_progress(client):
     assert any("ms (engine" in m.message for m in client.log_messages)
 
 
+async def test_pasted_snippet_is_merged_and_applied_without_decoding(client):
+    """A chat-style snippet with placeholders anchors at one place: applied exactly, nothing decoded."""
+    uri = _uri("snippet")
+    open_doc(client, uri, DOC)
+    instruction = ("Apply this fix:\n```python\n        for idx2, elem2 in enumerate(numbers):\n"
+                   "            if idx != idx2:\n                distance = abs(elem - elem2)\n"
+                   "                if distance < threshold:\n                # ... existing code ...\n```")
+    reply = await asyncio.wait_for(execute(client, "cad.applyEdit", {"uri": uri, "instruction": instruction}), 600)
+    assert reply["applied"] is True and reply["stats"]["planner"] == "snippet-merge"
+    assert reply["stats"]["decoded_tokens"] == 0 and reply["stats"]["forwards"] == 0
+    text = _check_applied(client, uri, DOC, reply)
+    assert text == DOC.replace("distance = elem - elem2", "distance = abs(elem - elem2)")
+    assert any("merged by its anchors" in m.message for m in client.log_messages)
+
+
 async def test_preview_returns_diff_without_applying(client):
     uri = _uri("preview")
     open_doc(client, uri, DOC)

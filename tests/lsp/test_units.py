@@ -88,6 +88,11 @@ def test_settings_merge_and_validation():
     assert s.gen_drafter == "pld"
     with pytest.raises(SettingsError, match="genDrafter.*none, pld"):  # choices from engine.api.DRAFTERS
         Settings().merge({"genDrafter": "magic"}, source="cfg")
+    assert Settings().snippet_merge is True
+    s, _ = Settings().merge({"cad": {"snippetMerge": False}}, source="cfg")
+    assert s.snippet_merge is False
+    with pytest.raises(SettingsError, match="snippetMerge.*true or false"):
+        Settings().merge({"snippetMerge": "off"}, source="cfg")
 
 
 def test_parse_edit_args_shapes():

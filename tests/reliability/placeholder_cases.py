@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 
-from cad_lsp.placeholders import find_lazy_placeholders
+from engine.program.placeholders import find_lazy_placeholders
 
 PY_DOC = ("import os\n\n\ndef total(values):\n    result = 0\n    for v in values:\n        result += v\n"
           "    return result\n\n\ndef mean(values):\n    return total(values) / len(values)\n")

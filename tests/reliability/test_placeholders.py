@@ -1,6 +1,6 @@
 """Issue 13 item 6: a lazy placeholder (``... existing code ...``) never deletes code.
 
-The rule (cad_lsp.placeholders) on built and random cases, then end to end: the real server
+The rule (engine.program.placeholders) on built and random cases, then end to end: the real server
 (lazy fake engine) refuses cad.applyEdit and cad.applyPreview and sends no workspace/applyEdit,
 and cad-apply --write leaves the file alone unless --allow-placeholders.
 """
@@ -13,7 +13,7 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cad_lsp.placeholders import find_lazy_placeholders
+from engine.program.placeholders import find_lazy_placeholders
 from clients.batch import EXIT_REFUSED
 from tests.lsp.raw_client import RawClient
 

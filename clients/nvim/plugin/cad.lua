@@ -26,6 +26,14 @@ end, {
   desc = 'Copy-as-Decode: show the diff an edit instruction would make',
 })
 
+vim.api.nvim_create_user_command('CadPaste', function(opts)
+  require('cad').command('paste', opts)
+end, {
+  nargs = '?',
+  range = true,
+  desc = 'Copy-as-Decode: apply the text of a register (default: the clipboard) as the instruction',
+})
+
 vim.api.nvim_create_user_command('CadCancel', function()
   require('cad').cancel()
 end, { nargs = 0, desc = 'Copy-as-Decode: cancel the running edit' })

@@ -84,6 +84,23 @@ export async function applyEditInstruction(ctx: CommandContext): Promise<ApplyRe
   return args ? apply(ctx, args) : undefined;
 }
 
+/**
+ * `copyAsDecode.applyClipboard`: the clipboard is the instruction — typically a chat answer's code
+ * block with `... existing code ...` placeholders, which the server merges by its anchors without
+ * the model when it fits one place (`snippetMerge`), or any multi-line instruction an input box
+ * cannot hold. Edits the selection, or the whole file.
+ */
+export async function applyClipboard(ctx: CommandContext): Promise<ApplyResult | undefined> {
+  const text = (await vscode.env.clipboard.readText()).replace(/\s+$/, '');
+  if (!text.trim()) {
+    void vscode.window.showWarningMessage(
+      'Copy-as-Decode: the clipboard is empty; copy a code snippet or an instruction first.');
+    return undefined;
+  }
+  const args = editorArgs(text);
+  return args ? apply(ctx, args) : undefined;
+}
+
 /** What a preview led to: the user's choice and, when applied, the server's apply result. */
 export interface PreviewOutcome {
   preview?: PreviewResult;

@@ -13,7 +13,7 @@
  */
 import * as vscode from 'vscode';
 import { DidChangeConfigurationNotification, LanguageClient, LanguageClientOptions, State } from 'vscode-languageclient/node';
-import { CommandContext, applyEditInstruction, applyFromCodeAction, previewEditInstruction } from './commands';
+import { CommandContext, applyClipboard, applyEditInstruction, applyFromCodeAction, previewEditInstruction } from './commands';
 import { PreviewDocuments } from './previewDocuments';
 import { APPLY, RunHooks, cancelRunning } from './runCommand';
 import { cadSettings, documentSelector, needsRestart, serverOptions } from './settings';
@@ -123,6 +123,9 @@ export async function activate(extension: vscode.ExtensionContext): Promise<CadA
     previews,
     vscode.commands.registerCommand('copyAsDecode.applyEditInstruction', async () =>
       applyEditInstruction(context(await ensureClient())),
+    ),
+    vscode.commands.registerCommand('copyAsDecode.applyClipboard', async () =>
+      applyClipboard(context(await ensureClient())),
     ),
     vscode.commands.registerCommand('copyAsDecode.previewEditInstruction', async () =>
       previewEditInstruction(context(await ensureClient())),

@@ -13,6 +13,7 @@ export interface CadSettings {
   device: string;
   strategy: string;
   genDrafter: string;
+  snippetMerge: boolean;
   maxNewTokens: number | 'auto';
   resolverMode: string;
   applyTruncated: boolean;
@@ -34,6 +35,7 @@ export function cadSettings(): CadSettings {
     device: c.get<string>('device', 'auto'),
     strategy: c.get<string>('strategy', 'cad'),
     genDrafter: c.get<string>('genDrafter', 'none'),
+    snippetMerge: c.get<boolean>('snippetMerge', true),
     maxNewTokens: typeof budget === 'number' && budget >= 1 ? Math.floor(budget) : 'auto',
     resolverMode: c.get<string>('resolverMode', 'clipped'),
     applyTruncated: c.get<boolean>('applyTruncated', false),

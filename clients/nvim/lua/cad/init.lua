@@ -93,9 +93,11 @@ local function run(command, opts)
   local bufnr = (opts.bufnr == nil or opts.bufnr == 0) and vim.api.nvim_get_current_buf() or opts.bufnr
   progress.register()
   local go = function(instruction)
-    instruction = instruction and vim.trim(instruction) or ''
-    if instruction == '' then
-      vim.notify('cad: no instruction given; nothing to do', vim.log.levels.WARN)
+    -- Trailing blanks go; a pasted snippet keeps its first line's indentation (the server
+    -- drops leading blank lines).
+    instruction = instruction and instruction:gsub('%s+$', '') or ''
+    if vim.trim(instruction) == '' then
+      vim.notify(opts.empty_message or 'cad: no instruction given; nothing to do', vim.log.levels.WARN)
       return
     end
     client.with_client(bufnr, function(c)
@@ -125,6 +127,26 @@ end
 --- Apply an edit instruction (whole buffer, or lines line1..line2).
 --- @param opts cad.EditOpts?
 function M.edit(opts)
+  run('cad.applyEdit', opts)
+end
+
+--- Apply the text of register `reg` as the instruction: typically a chat answer's code block with
+--- `... existing code ...` placeholders, which the server merges by its anchors without the model
+--- when it fits one place (setting `snippetMerge`), or any instruction longer than a prompt line.
+--- @param opts cad.EditOpts? plus `register` (default: "+" when a clipboard is available, else '"')
+function M.paste(opts)
+  opts = opts or {}
+  local reg = opts.register
+  if reg == nil or reg == '' then
+    reg = vim.fn.has('clipboard') == 1 and '+' or '"'
+  end
+  local ok, text = pcall(vim.fn.getreg, reg)
+  opts.instruction = ok and text or ''
+  opts.empty_message = ('cad: register %s is empty; yank a code snippet or an instruction into it first'):format(reg)
+  if vim.trim(opts.instruction) == '' then
+    vim.notify(opts.empty_message, vim.log.levels.WARN)
+    return
+  end
   run('cad.applyEdit', opts)
 end
 
@@ -162,9 +184,16 @@ function M.last()
 end
 
 --- Entry point of :CadEdit / :CadPreview (`opts` as given to nvim_create_user_command callbacks).
---- @param command 'edit'|'preview'
+--- @param command 'edit'|'preview'|'paste'
 --- @param cmd_opts table
 function M.command(command, cmd_opts)
+  if command == 'paste' then
+    local opts = { register = cmd_opts.args }
+    if cmd_opts.range > 0 then
+      opts.line1, opts.line2 = cmd_opts.line1, cmd_opts.line2
+    end
+    return M.paste(opts)
+  end
   local opts = { instruction = cmd_opts.args ~= '' and cmd_opts.args or nil }
   if cmd_opts.range > 0 then
     opts.line1, opts.line2 = cmd_opts.line1, cmd_opts.line2

@@ -21,7 +21,7 @@ The rule is general, not a list of phrasings. A line of the new text is a *lazy 
    place the deletion elsewhere — some non-blank document line is missing from the result. A placeholder that deletes nothing
    loses nothing and is let through (the diff still shows it).
 
-Engine-free (stdlib only) so that both ``cad_lsp`` and ``clients.batch`` import it.
+Stdlib only: the LSP server, ``clients.batch`` and the snippet merger (``engine.program.snippet``) import it.
 """
 from __future__ import annotations
 

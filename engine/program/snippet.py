@@ -1,0 +1,252 @@
+"""Merge a pasted code snippet by its anchors, without the model: the exact half of "apply this change".
+
+Editor users paste a chat model's answer (or a colleague's) as the instruction: a fenced block of
+changed code in which unchanged stretches are elided by placeholder comments
+(``# ... existing code ...``, ``// rest unchanged``; `engine.program.placeholders` decides what
+reads as one). When the snippet pins down one merge, the merge is computed here, exactly and in
+microseconds, and the edit program is the oracle's program for it (`engine.edit` does that). When it
+does not, ``merge_snippet`` returns ``None`` and the model decodes the edit as usual. Lines compare
+without trailing whitespace (and ``\\r``).
+
+1. **The snippet** is the instruction's only fenced code block (```` ``` ```` or ``~~~``). Without a
+   fence, the instruction's lines after a leading prose line ending in ``:`` (or all of them) count
+   when one is a placeholder or two are document lines. Two fenced blocks, or an unclosed fence,
+   are not a snippet.
+2. **Placeholder lines** (new to the document and `looks_like_placeholder`) cut it into segments;
+   what a placeholder elides is kept. Document lines before the first segment and after the last
+   are kept too (an unelided start or end is how a local change is usually shown).
+3. **A segment anchors** by its longest leading run of lines that matches the document (after the
+   previous segment). A segment that matches the document whole is context: it moves the cursor, or
+   is skipped when it matches at several places. A segment with new lines ends at a trailing run of
+   its last lines, the end whose region is most like the segment winning; the region may exceed the
+   segment by ``max(MIN_REACH, segment lines)`` lines at most (a far anchor would silently delete
+   the code in between: no merge, the model decides); when its last line is new, its part up to its last document line anchors so, and each new line
+   after that replaces the next document line if they look alike (``_SIMILAR``), is inserted if
+   they do not (``_UNLIKE``), and leaves the merge to the model in between. A new first line is the
+   mirror image: the segment from its first document line on is placed, and the new lines before
+   it replace (or go beside) the lines above. When the leading run matches at several
+   places, the placement most like the segment wins; a tie is no merge. Anchors hold a non-blank line.
+4. **Blank lines are layout**: a blank document line the snippet leaves out is kept.
+5. **A merge that changes nothing is no merge**: the pasted code may be what the instruction is
+   about ("fix this: ..."), not its new version. ``None``, and the model decides.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+
+from engine.program.placeholders import looks_like_placeholder
+
+__all__ = ["MIN_REACH", "extract_snippet", "merge_snippet"]
+
+MIN_REACH = 8            # a segment may drop unshown lines: at most max(MIN_REACH, its own length)
+_STARTS_TRIED = 16       # leading-anchor places compared when the leading run is not unique
+_SIMILAR = 0.6           # difflib ratio from which a new last line replaces the document line ...
+_UNLIKE = 0.3            # ... and below which it is inserted (in between: no merge)
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+
+
+def _fenced_blocks(lines: list[str]) -> list[list[str]] | None:
+    """The fenced blocks' lines; None when a fence is left open."""
+    blocks, current, fence = [], None, ""
+    for line in lines:
+        m = _FENCE.match(line)
+        if current is None:
+            if m:
+                current, fence = [], m.group(1)
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
+            blocks.append(current)
+            current = None
+        else:
+            current.append(line)
+    return None if current is not None else blocks
+
+
+def extract_snippet(instruction: str, known: set[str]) -> list[str] | None:
+    """The snippet's lines (rule 1), or None. ``known``: the document's stripped lines."""
+    lines = instruction.split("\n")
+    blocks = _fenced_blocks(lines)
+    if blocks is None or len(blocks) > 1:
+        return None                         # unclosed fence, or several blocks: not one snippet
+    if blocks:
+        return blocks[0] or None
+    if lines and lines[0].rstrip().endswith(":") and lines[0].strip() not in known:
+        lines = lines[1:]
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    anchors = sum(1 for line in lines if line.strip() and line.strip() in known)
+    if anchors < 2 and not any(_is_placeholder(line, known) for line in lines):
+        return None
+    return lines
+
+
+def _is_placeholder(line: str, known: set[str]) -> bool:
+    return line.strip() not in known and looks_like_placeholder(line)
+
+
+def _segments(snippet: list[str], known: set[str]) -> list[list[str]]:
+    out, current = [], []
+    for line in snippet:
+        if _is_placeholder(line, known):
+            out.append(current)
+            current = []
+        else:
+            current.append(line.rstrip())
+    out.append(current)
+    return [seg for seg in out if any(line.strip() for line in seg)]
+
+
+def _forward_run(doc: list[str], seg: list[str], a: int) -> int:
+    k = 0
+    while a + k < len(doc) and k < len(seg) and doc[a + k] == seg[k]:
+        k += 1
+    return k
+
+
+def _backward_run(doc: list[str], seg: list[str], b: int, floor: int, limit: int) -> int:
+    k = 0
+    while k < limit and b - k >= floor and doc[b - k] == seg[len(seg) - 1 - k]:
+        k += 1
+    return k
+
+
+def _likeness(region: list[str], seg: list[str]) -> float:
+    shared = sum((Counter(region) & Counter(seg)).values())
+    return 2 * shared / (len(region) + len(seg))
+
+
+def _trailing_anchor(doc: list[str], seg: list[str], a: int, lead: int) -> tuple[tuple, int, int] | None:
+    """(score, end, run) of the end whose region is most like the segment (rule 3), or None."""
+    floor, limit = a + lead, len(seg) - lead
+    wanted = Counter(seg)
+    region: Counter = Counter(doc[a:floor])
+    shared = sum(min(n, wanted[line]) for line, n in region.items())
+    best = None
+    reach = a + len(seg) + max(MIN_REACH, len(seg))      # the region exceeds the segment by at most this
+    for b in range(floor, min(len(doc), reach)):
+        line = doc[b]
+        if region[line] < wanted[line]:
+            shared += 1
+        region[line] += 1
+        run = _backward_run(doc, seg, b, floor, limit)
+        if run and any(x.strip() for x in seg[len(seg) - run:]):
+            score = (2 * shared / (b - a + 1 + len(seg)), run)
+            if best is None or score > best[0]:
+                best = (score, b, run)
+    return best
+
+
+def _new_tail(doc: list[str], seg: list[str], a: int, lead: int) -> tuple[tuple, int, int] | None:
+    """(score, end, 0) when the segment's last line is new (rule 3): the part up to its last document
+    line anchors as usual; each new line after it replaces the next document line when they look alike
+    (ratio >= ``_SIMILAR``) and is inserted when they do not (ratio < ``_UNLIKE``, or a blank line);
+    in between it is unclear which was meant: None."""
+    last = max((j for j in range(lead, len(seg)) if seg[j].strip() and seg[j] in doc), default=lead - 1)
+    at = a + lead
+    if last >= lead:
+        found = _trailing_anchor(doc, seg[:last + 1], a, lead)
+        if found is None:
+            return None
+        at = found[1] + 1
+    for line in seg[last + 1:]:
+        if at < len(doc):
+            replaces = _replaces(doc[at], line)
+            if replaces is None:
+                return None
+            at += replaces
+    return (_likeness(doc[a:at], seg), 0), at - 1, 0
+
+
+def _replaces(doc_line: str, new_line: str) -> bool | None:
+    """Does a new line at a segment's edge replace this document line (True), go beside it (False),
+    or is that unclear (None)? See ``_SIMILAR`` / ``_UNLIKE``; blank lines are never replaced."""
+    if not new_line.strip() or not doc_line.strip():
+        return False
+    ratio = difflib.SequenceMatcher(None, doc_line, new_line).ratio()
+    return True if ratio >= _SIMILAR else False if ratio < _UNLIKE else None
+
+
+def _new_head(doc: list[str], seg: list[str], cursor: int):
+    """Placement of a segment whose first line is new: the rest from its first document line on is
+    placed as usual, and the new lines before it replace look-alike lines above it (``_replaces``)."""
+    known = set(doc)
+    first = next((j for j, line in enumerate(seg) if line.strip() and line in known), None)
+    if first is None:
+        return None
+    placed = _place(doc, seg[first:], cursor)
+    if placed is None or placed == "skip":
+        return None
+    at, _, end, trail = placed
+    for line in reversed(seg[:first]):
+        if at > cursor:
+            replaces = _replaces(doc[at - 1], line)
+            if replaces is None:
+                return None
+            at -= replaces
+    return at, 0, end, trail
+
+
+def _place(doc: list[str], seg: list[str], cursor: int):
+    """(start, lead, end, trail) of a segment; "skip" for an ambiguous context-only one; None: no merge."""
+    if seg[0].strip() and seg[0] not in doc:
+        return _new_head(doc, seg, cursor)
+    runs = [(_forward_run(doc, seg, a), a) for a in range(cursor, len(doc))]
+    lead = max((run for run, _ in runs), default=0)
+    if lead == 0 or not any(line.strip() for line in seg[:lead]):
+        return None
+    starts = [a for run, a in runs if run == lead]
+    if lead == len(seg):
+        return (starts[0], lead, starts[0] + lead - 1, 0) if len(starts) == 1 else "skip"
+    tail_new = bool(seg[-1].strip()) and seg[-1] not in doc
+    options = []
+    for a in starts[:_STARTS_TRIED]:
+        found = _new_tail(doc, seg, a, lead) if tail_new else _trailing_anchor(doc, seg, a, lead)
+        if found is not None:
+            options.append((found[0], -a, found[1], found[2]))
+    if not options:
+        return None
+    options.sort(reverse=True)
+    if len(options) > 1 and options[0][0] == options[1][0]:
+        return None                               # two placements fit equally well: ambiguous
+    _, neg_a, end, trail = options[0]
+    return -neg_a, lead, end, trail
+
+
+def _middle(raw: list[str], doc: list[str], lo: int, hi: int, new: list[str], crlf: bool) -> list[str]:
+    """Document lines lo..hi-1 rewritten as ``new``: equal lines stay the document's, blank ones are kept."""
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, doc[lo:hi], new, autojunk=False).get_opcodes():
+        if tag == "equal" or (tag == "delete" and not any(doc[lo + i].strip() for i in range(i1, i2))):
+            out.extend(raw[lo + i1:lo + i2])
+        else:
+            out.extend(line + "\r" if crlf else line for line in new[j1:j2])
+    return out
+
+
+def merge_snippet(document: str, instruction: str) -> str | None:
+    """The document with the instruction's snippet merged in (module rules), or None."""
+    raw = document.split("\n")
+    doc = [line.rstrip("\r").rstrip() for line in raw]
+    known = {line.strip() for line in doc}
+    snippet = extract_snippet(instruction, known)
+    if not snippet:
+        return None
+    crlf = len(raw) > 1 and all(line.endswith("\r") for line in raw[:-1])
+    out, cursor = [], 0
+    for seg in _segments(snippet, known):
+        placed = _place(doc, seg, cursor)
+        if placed is None:
+            return None
+        if placed == "skip":
+            continue
+        a, lead, end, trail = placed
+        out.extend(raw[cursor:a + lead])
+        out.extend(_middle(raw, doc, a + lead, end + 1 - trail, seg[lead:len(seg) - trail], crlf))
+        out.extend(raw[end + 1 - trail:end + 1])
+        cursor = end + 1
+    out.extend(raw[cursor:])
+    if crlf and out and out[-1].endswith("\r") and not raw[-1].endswith("\r"):
+        out[-1] = out[-1][:-1]                 # a new last line: the document's last line has no break
+    merged = "\n".join(out)
+    return None if merged == document else merged
