@@ -97,6 +97,11 @@ def test_crlf_documents_get_crlf_new_lines_and_anchors_keep_their_bytes():
     assert last == doc.rstrip("\r\n").replace("return len(data)", "return len(data) + 1")   # no break after the last line
 
 
+def test_a_snippet_pasted_with_crlf_line_breaks_merges_into_an_lf_document():
+    snippet = fenced("def save(path, data):\n    # ...\n        fh.write(data)\n    return len(data) + 1").replace("\n", "\r\n")
+    assert merge_snippet(PY, snippet) == PY.replace("return len(data)\n", "return len(data) + 1\n")
+
+
 def test_other_comment_syntaxes_are_placeholders():
     lua = "local M = {}\n\nfunction M.add(a, b)\n  return a - b\nend\n\nfunction M.mul(a, b)\n  return a * b\nend\n\nreturn M\n"
     snippet = "-- ... existing code ...\nfunction M.add(a, b)\n  return a + b\nend\n-- ... existing code ..."

@@ -93,6 +93,16 @@ def test_range_scoped_edit_keeps_other_lines(engine):
     assert result.text.split("\n")[:2] == lines[:2]
 
 
+def test_pasted_snippet_is_merged_without_a_request(engine):
+    doc, _ = humaneval(0)
+    snippet = ("Apply:\n```python\n            if idx != idx2:\n                distance = abs(elem - elem2)\n"
+               "                # ... existing code ...\n```")
+    before = engine.model.server.requests
+    result = engine.edit(EditRequest(doc, snippet, strategy="cad"))
+    assert result.stats.planner == "snippet-merge" and engine.model.server.requests == before
+    assert result.text == doc.replace("distance = elem - elem2", "distance = abs(elem - elem2)")
+
+
 def test_context_overflow_is_refused_before_any_request(engine):
     doc = "".join(f"value_{i} = {i} * {i} + {i}\n" for i in range(1500))
     before = engine.model.server.requests
