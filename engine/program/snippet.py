@@ -8,10 +8,13 @@ microseconds, and the edit program is the oracle's program for it (`engine.edit`
 does not, ``merge_snippet`` returns ``None`` and the model decodes the edit as usual. Lines compare
 without trailing whitespace (and ``\\r``).
 
-1. **The snippet** is the instruction's only fenced code block (```` ``` ```` or ``~~~``). Without a
-   fence, the instruction's lines after a leading prose line ending in ``:`` (or all of them) count
-   when one is a placeholder or two are document lines. Two fenced blocks, or an unclosed fence,
-   are not a snippet.
+1. **The snippets** are the instruction's fenced code blocks (```` ``` ```` or ``~~~``), each merged
+   into the document on its own and the changes combined; every one must anchor (a block for
+   another file, or a shell command, leaves the whole instruction to the model), one the document
+   already holds (the "before" of a before/after answer) changes nothing, and two that change the
+   same lines are no merge. Without a fence, the instruction's lines after a leading prose line
+   ending in ``:`` (or all of them) are one snippet when one is a placeholder or two are document
+   lines. An unclosed fence is no snippet.
 2. **Placeholder lines** (new to the document and `looks_like_placeholder`) cut it into segments;
    what a placeholder elides is kept. Document lines before the first segment and after the last
    are kept too (an unelided start or end is how a local change is usually shown).
@@ -38,7 +41,7 @@ from collections import Counter
 
 from engine.program.placeholders import looks_like_placeholder
 
-__all__ = ["MIN_REACH", "extract_snippet", "merge_snippet"]
+__all__ = ["MIN_REACH", "extract_snippets", "merge_snippet"]
 
 MIN_REACH = 8            # a segment may drop unshown lines: at most max(MIN_REACH, its own length)
 _STARTS_TRIED = 16       # leading-anchor places compared when the leading run is not unique
@@ -63,14 +66,15 @@ def _fenced_blocks(lines: list[str]) -> list[list[str]] | None:
     return None if current is not None else blocks
 
 
-def extract_snippet(instruction: str, known: set[str]) -> list[str] | None:
-    """The snippet's lines (rule 1), or None. ``known``: the document's stripped lines."""
+def extract_snippets(instruction: str, known: set[str]) -> list[list[str]] | None:
+    """The snippets' lines (rule 1): every fenced block, else the unfenced snippet; None when there
+    is none. ``known``: the document's stripped lines."""
     lines = instruction.split("\n")
     blocks = _fenced_blocks(lines)
-    if blocks is None or len(blocks) > 1:
-        return None                         # unclosed fence, or several blocks: not one snippet
+    if blocks is None:
+        return None                         # an unclosed fence: not a snippet
     if blocks:
-        return blocks[0] or None
+        return [block for block in blocks if block] or None
     if lines and lines[0].rstrip().endswith(":") and lines[0].strip() not in known:
         lines = lines[1:]
     while lines and not lines[-1].strip():
@@ -78,7 +82,7 @@ def extract_snippet(instruction: str, known: set[str]) -> list[str] | None:
     anchors = sum(1 for line in lines if line.strip() and line.strip() in known)
     if anchors < 2 and not any(_is_placeholder(line, known) for line in lines):
         return None
-    return lines
+    return [lines]
 
 
 def _is_placeholder(line: str, known: set[str]) -> bool:
@@ -224,14 +228,11 @@ def _middle(raw: list[str], doc: list[str], lo: int, hi: int, new: list[str], cr
     return out
 
 
-def merge_snippet(document: str, instruction: str) -> str | None:
-    """The document with the instruction's snippet merged in (module rules), or None."""
+def _merge_block(document: str, snippet: list[str]) -> str | None:
+    """``document`` with one snippet merged (rules 2-4), or None when it does not anchor."""
     raw = document.split("\n")
     doc = [line.rstrip("\r").rstrip() for line in raw]
     known = {line.strip() for line in doc}
-    snippet = extract_snippet(instruction, known)
-    if not snippet:
-        return None
     crlf = len(raw) > 1 and all(line.endswith("\r") for line in raw[:-1])
     out, cursor = [], 0
     for seg in _segments(snippet, known):
@@ -248,5 +249,38 @@ def merge_snippet(document: str, instruction: str) -> str | None:
     out.extend(raw[cursor:])
     if crlf and out and out[-1].endswith("\r") and not raw[-1].endswith("\r"):
         out[-1] = out[-1][:-1]                 # a new last line: the document's last line has no break
-    merged = "\n".join(out)
-    return None if merged == document else merged
+    return "\n".join(out)
+
+
+def _hunks(document: str, merged: str) -> list[tuple[int, int, list[str]]]:
+    """The changes turning ``document`` into ``merged``: (first line, end line, new lines), 0-based."""
+    old, new = document.split("\n"), merged.split("\n")
+    return [(i1, i2, new[j1:j2]) for tag, i1, i2, j1, j2 in
+            difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if tag != "equal"]
+
+
+def merge_snippet(document: str, instruction: str) -> str | None:
+    """The document with the instruction's snippets merged in (module rules), or None: no snippet,
+    one that does not anchor, two that change the same lines, or no change at all (rule 5)."""
+    known = {line.rstrip("\r").strip() for line in document.split("\n")}
+    snippets = extract_snippets(instruction, known)
+    if not snippets:
+        return None
+    hunks = []
+    for snippet in snippets:                   # each against the document, so order does not matter
+        merged = _merge_block(document, snippet)
+        if merged is None:
+            return None
+        hunks.extend(_hunks(document, merged))
+    hunks.sort(key=lambda h: (h[0], h[1]))
+    for (a1, a2, _), (b1, b2, _) in zip(hunks, hunks[1:]):
+        if b1 < a2 or (b1 == a1 and b1 == b2):   # overlapping, or two insertions at one place
+            return None
+    lines, out, at = document.split("\n"), [], 0
+    for i1, i2, new in hunks:
+        out.extend(lines[at:i1])
+        out.extend(new)
+        at = i2
+    out.extend(lines[at:])
+    text = "\n".join(out)
+    return None if text == document else text

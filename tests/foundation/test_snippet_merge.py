@@ -7,7 +7,7 @@ import pytest
 
 from engine.program.oracle import line_program
 from engine.program.resolver import resolve
-from engine.program.snippet import extract_snippet, merge_snippet
+from engine.program.snippet import extract_snippets, merge_snippet
 
 PY = """import os
 
@@ -119,6 +119,33 @@ def test_no_merge_when_the_snippet_does_not_pin_one_change(instruction):
     assert merge_snippet(PY, instruction) is None
 
 
+OLD_SAVE = "def save(path, data):\n    # ...\n        fh.write(data)\n    return len(data)"
+NEW_SAVE = "def save(path, data):\n    # ...\n        fh.write(data)\n    return len(data) + 1"
+SAVED = PY.replace("return len(data)\n", "return len(data) + 1\n")
+
+
+@pytest.mark.parametrize("answer", [
+    f"Your code:\n```python\n{OLD_SAVE}\n```\nchange it to:\n```python\n{NEW_SAVE}\n```",   # before, after
+    f"Use:\n```python\n{NEW_SAVE}\n```\ninstead of:\n```python\n{OLD_SAVE}\n```",          # after, before
+])
+def test_a_block_the_document_already_holds_changes_nothing(answer):
+    assert merge_snippet(PY, answer) == SAVED
+
+
+def test_blocks_for_two_places_are_both_merged():
+    load = "def load(path):\n    with open(path, 'rb') as fh:\n    # ... existing code ..."
+    answer = f"Two changes:\n```python\n{load}\n```\nand\n```python\n{NEW_SAVE}\n```"
+    assert merge_snippet(PY, answer) == SAVED.replace("open(path) as fh", "open(path, 'rb') as fh")
+
+
+@pytest.mark.parametrize("second", [
+    "def save(path, data):\n    # ...\n        fh.write(data)\n    return len(data) + 2",       # the same lines again
+    "pip install requests",                                                                   # a shell command
+])
+def test_blocks_that_clash_or_do_not_anchor_leave_it_to_the_model(second):
+    assert merge_snippet(PY, f"```python\n{NEW_SAVE}\n```\n```\n{second}\n```") is None
+
+
 def test_an_anchor_at_two_places_is_left_to_the_model():
     doc = "def a():\n    x = 1\n    return x\n\ndef b():\n    x = 1\n    return x\n"
     assert merge_snippet(doc, fenced("# ...\n    x = 1\n    x += 1\n    return x\n# ...")) is None
@@ -126,9 +153,9 @@ def test_an_anchor_at_two_places_is_left_to_the_model():
 
 def test_unfenced_snippets_need_a_placeholder_or_two_document_lines():
     known = {line.strip() for line in PY.split("\n")}
-    assert extract_snippet("Change it to:\n    return data\n    # ... existing code ...", known) is not None
-    assert extract_snippet("def save(path, data):\n    return len(data)", known) is not None
-    assert extract_snippet("Make it return data.strip()\nplease", known) is None
+    assert extract_snippets("Change it to:\n    return data\n    # ... existing code ...", known) is not None
+    assert extract_snippets("def save(path, data):\n    return len(data)", known) is not None
+    assert extract_snippets("Make it return data.strip()\nplease", known) is None
 
 
 def test_merged_text_round_trips_through_the_oracle_program():
