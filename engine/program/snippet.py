@@ -18,17 +18,20 @@ without trailing whitespace (and ``\\r``).
 2. **Placeholder lines** (new to the document and `looks_like_placeholder`) cut it into segments;
    what a placeholder elides is kept. Document lines before the first segment and after the last
    are kept too (an unelided start or end is how a local change is usually shown).
-3. **A segment anchors** by its longest leading run of lines that matches the document (after the
-   previous segment). A segment that matches the document whole is context: it moves the cursor, or
-   is skipped when it matches at several places. A segment with new lines ends at a trailing run of
-   its last lines, the end whose region is most like the segment winning; the region may exceed the
-   segment by ``max(MIN_REACH, segment lines)`` lines at most (a far anchor would silently delete
-   the code in between: no merge, the model decides); when its last line is new, its part up to its last document line anchors so, and each new line
-   after that replaces the next document line if they look alike (``_SIMILAR``), is inserted if
-   they do not (``_UNLIKE``), and leaves the merge to the model in between. A new first line is the
-   mirror image: the segment from its first document line on is placed, and the new lines before
-   it replace (or go beside) the lines above. When the leading run matches at several
-   places, the placement most like the segment wins; a tie is no merge. Anchors hold a non-blank line.
+3. **A segment is placed** by its longest leading run of lines that matches the document (after
+   the previous segment); anchors hold a non-blank line.
+   * A segment that matches the document whole is context: it moves the cursor, or is skipped
+     when it matches at several places.
+   * A segment with new lines ends at a trailing run of its last lines; of the possible ends, the
+     one whose region is most like the segment wins. The region may exceed the segment by
+     ``max(MIN_REACH, segment lines)`` lines at most: a far anchor would silently delete the code
+     in between (no merge, the model decides).
+   * When its last line is new, the part up to its last document line is placed so, and each new
+     line after it replaces the next document line if they look alike (``_SIMILAR``), goes beside
+     it if they do not (``_UNLIKE``), and leaves the merge to the model in between. A new first
+     line is the mirror image, looking at the lines above.
+   * When the leading run matches at several places, the placement most like the segment wins; a
+     tie is no merge.
 4. **Blank lines are layout**: a blank document line the snippet leaves out is kept.
 5. **A merge that changes nothing is no merge**: the pasted code may be what the instruction is
    about ("fix this: ..."), not its new version. ``None``, and the model decides.
