@@ -48,14 +48,18 @@ def _length(rng: random.Random) -> int:
     return rng.randint(*LENGTH_BINS[-1][0])
 
 
-def heval_cases(split: str, seed: int = 0) -> list[EditCase]:
-    """HumanEvalPack-Fix pairs: train part for ``train``, held-out part for ``test``, none for ``val``."""
+def heval_cases(split: str) -> list[EditCase]:
+    """HumanEvalPack-Fix pairs: train part for ``train``, held-out part for ``test``, none for ``val``.
+
+    Always the canonical ``evaluation.corpus.split`` (its default seed), whatever the data seed:
+    the held-out part is what every benchmark holds out, so no ``cad-train data --seed N`` may
+    train on it."""
     from evaluation.corpus import load_pairs
     from evaluation.corpus import split as corpus_split
 
     out = []
     for lang, name in (("python", "python"), ("js", "javascript")):
-        train, held = corpus_split(load_pairs(lang), seed=seed)
+        train, held = corpus_split(load_pairs(lang))
         chosen = train if split == "train" else held if split == "test" else []
         for p in chosen:
             out.append(EditCase("heval", "fix", name, p.document, p.instruction, p.gold,
@@ -113,7 +117,7 @@ def build(out_dir: Path, *, per_lang: dict[str, int], seed: int = 0, roots: dict
             manifest["files"].setdefault(lang, {})[split] = n_files
             progress(f"{split} {lang}: {len(got)} cases from {n_files} files")
             cases.extend(got)
-        cases.extend(heval_cases(split, seed) * (heval_repeat if split == "train" else 1))
+        cases.extend(heval_cases(split) * (heval_repeat if split == "train" else 1))
         kept = []
         for case in cases:
             try:
