@@ -50,6 +50,7 @@ from .versioned_apply import apply_versioned, client_can_apply_edits
 from .worker import CancelSignal, EditJob
 
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
+MERGED_NOTE = " (pasted snippet merged by its anchors, no decoding)"   # ends the message of such an edit
 
 # Engine errors whose message tells the user what to do.
 _USER_FACING = (EngineError, ModelLoadError)
@@ -210,7 +211,7 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             ls.show(f"Copy-as-Decode: {outcome.message}", types.MessageType.Warning)
         stats["server_ms"] = (time.perf_counter() - t0) * 1000.0
         _log_stats(ls, command, args.uri, stats, outcome.message)
-        merged = " (pasted snippet merged by its anchors, no decoding)" if stats.get("planner") == SNIPPET_MERGE else ""
+        merged = MERGED_NOTE if stats.get("planner") == SNIPPET_MERGE else ""
         progress.end(outcome.message + merged)
         reply.update(applied=outcome.applied, message=outcome.message + merged, discarded=outcome.discarded)
         if outcome.unconfirmed:
@@ -266,9 +267,10 @@ def _stats(stats: Any, job: EditJob, t0: float) -> dict:
 
 
 def _log_stats(ls: Any, command: str, uri: str, stats: dict, outcome: str) -> None:
-    if stats.get("planner") == SNIPPET_MERGE and "merged by its anchors" not in outcome:
-        outcome = f"{outcome} (pasted snippet merged by its anchors, no decoding)"
+    if stats.get("planner") == SNIPPET_MERGE:   # nothing decoded: no speedup to speak of
+        cost = "pasted snippet merged by its anchors, no decoding"
+    else:
+        cost = (f"{stats.get('copied_tokens')} tokens copied, {stats.get('decoded_tokens')} generated, "
+                f"speedup ~{stats.get('speedup_estimate', 1.0):.2f}x")
     ls.log(f"{command} {uri}: {stats['server_ms']:.0f} ms (engine {stats['engine_ms'] or 0:.0f} ms, "
-           f"queued {stats['queue_ms']:.0f} ms), {stats.get('copied_tokens')} tokens copied, "
-           f"{stats.get('decoded_tokens')} generated, speedup ~{stats.get('speedup_estimate', 1.0):.2f}x; "
-           f"{outcome}")
+           f"queued {stats['queue_ms']:.0f} ms), {cost}; {outcome}")
