@@ -29,7 +29,9 @@ without trailing whitespace (and ``\\r``).
    * When its last line is new, the part up to its last document line is placed so, and each new
      line after it replaces the next document line if they look alike (``_SIMILAR``), goes beside
      it if they do not (``_UNLIKE``), and leaves the merge to the model in between. A new first
-     line is the mirror image, looking at the lines above.
+     line is the mirror image, looking at the lines above. A segment of new lines only (a changed
+     line between placeholders) replaces the line after the previous segment that looks clearly
+     most like its first line (``_LONE_REACH``, ``_CLEAR``), else is no merge.
    * When the leading run matches at several places, the placement most like the segment wins; a
      tie is no merge.
 4. **Blank lines are layout**: a blank document line the snippet leaves out is kept.
@@ -50,6 +52,8 @@ MIN_REACH = 8            # a segment may drop unshown lines: at most max(MIN_REA
 _STARTS_TRIED = 16       # leading-anchor places compared when the leading run is not unique
 _SIMILAR = 0.6           # difflib ratio from which a new last line replaces the document line ...
 _UNLIKE = 0.3            # ... and below which it is inserted (in between: no merge)
+_LONE_REACH = 200        # a segment of new lines only looks this far after the cursor for its line ...
+_CLEAR = 0.1             # ... and takes the best look-alike only when it beats the next by this much
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
 
@@ -180,7 +184,7 @@ def _new_head(doc: list[str], seg: list[str], cursor: int):
     known = set(doc)
     first = next((j for j, line in enumerate(seg) if line.strip() and line in known), None)
     if first is None:
-        return None
+        return _all_new(doc, seg, cursor)
     placed = _place(doc, seg[first:], cursor)
     if placed is None or placed == "skip":
         return None
@@ -192,6 +196,26 @@ def _new_head(doc: list[str], seg: list[str], cursor: int):
                 return None
             at -= replaces
     return at, 0, end, trail
+
+
+def _all_new(doc: list[str], seg: list[str], cursor: int):
+    """Placement of a segment none of whose lines the document has (a changed line between two
+    placeholders, say): its first line replaces the one document line after the cursor (within
+    ``_LONE_REACH``) that looks most like it, when that line is clearly the best (``_SIMILAR``,
+    ``_CLEAR``); its next lines replace or go beside the lines after (``_replaces``)."""
+    window = range(cursor, min(len(doc), cursor + _LONE_REACH))
+    scored = sorted(((difflib.SequenceMatcher(None, doc[k], seg[0]).ratio(), k) for k in window
+                     if doc[k].strip()), reverse=True)
+    if not scored or scored[0][0] < _SIMILAR or (len(scored) > 1 and scored[1][0] > scored[0][0] - _CLEAR):
+        return None
+    at = start = scored[0][1]
+    for line in seg:
+        if at < len(doc):
+            replaces = _replaces(doc[at], line)
+            if replaces is None:
+                return None
+            at += replaces
+    return start, 0, at - 1, 0
 
 
 def _place(doc: list[str], seg: list[str], cursor: int):

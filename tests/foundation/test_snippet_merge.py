@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +10,7 @@ from engine.program.oracle import line_program
 from engine.program.resolver import resolve
 from engine.program.snippet import extract_snippets, merge_snippet
 
+REPO = Path(__file__).resolve().parents[2]
 PY = """import os
 
 
@@ -81,6 +83,14 @@ def test_a_changed_first_line_replaces_its_look_alike():
     got = merge_snippet(PY, fenced(snippet, "python"))
     assert got == PY.replace('def save(path, data):\n    with open(path, "w") as fh:',
                              'def save(path, data, mode="w"):\n    with open(path, mode) as fh:')
+
+
+def test_a_lone_changed_line_between_placeholders_replaces_its_clear_look_alike():
+    stats = (REPO / "examples" / "buggy_stats.py").read_text()
+    answer = (REPO / "examples" / "buggy_stats.snippet.md").read_text()
+    assert merge_snippet(stats, answer) == stats.replace("total / (len(values) - 1)", "total / len(values)")
+    twins = "def f(a):\n    return a + 1\n\ndef g(a):\n    return a + 2\n"
+    assert merge_snippet(twins, fenced("# ...\n    return a + 3\n# ...")) is None     # two look-alikes: unclear
 
 
 def test_blank_lines_the_snippet_leaves_out_are_kept():
