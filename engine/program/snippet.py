@@ -54,6 +54,7 @@ _SIMILAR = 0.6           # difflib ratio from which a new last line replaces the
 _UNLIKE = 0.3            # ... and below which it is inserted (in between: no merge)
 _LONE_REACH = 200        # a segment of new lines only looks this far after the cursor for its line ...
 _CLEAR = 0.1             # ... and takes the best look-alike only when it beats the next by this much
+_WORK_LIMIT = 4_000_000  # segments x document lines above which no merge is tried (bounded time)
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
 
@@ -261,8 +262,11 @@ def _merge_block(document: str, snippet: list[str]) -> str | None:
     doc = [line.rstrip("\r").rstrip() for line in raw]
     known = {line.strip() for line in doc}
     crlf = len(raw) > 1 and all(line.endswith("\r") for line in raw[:-1])
+    segments = _segments(snippet, known)
+    if len(segments) * (len(doc) + _LONE_REACH) > _WORK_LIMIT:
+        return None                            # a pathological paste: not worth the server's time
     out, cursor = [], 0
-    for seg in _segments(snippet, known):
+    for seg in segments:
         placed = _place(doc, seg, cursor)
         if placed is None:
             return None

@@ -156,6 +156,13 @@ def test_blocks_that_clash_or_do_not_anchor_leave_it_to_the_model(second):
     assert merge_snippet(PY, f"```python\n{NEW_SAVE}\n```\n```\n{second}\n```") is None
 
 
+def test_a_pathological_paste_is_not_tried():
+    """10,000 segments against 20,000 lines would be ~10^8 line comparisons: refused up front."""
+    doc = "".join(f"x{k} = {k}\n" for k in range(20000))
+    answer = fenced("\n# ...\n".join(f"x{k} = -{k}" for k in range(0, 20000, 2)))
+    assert merge_snippet(doc, answer) is None
+
+
 def test_an_anchor_at_two_places_is_left_to_the_model():
     doc = "def a():\n    x = 1\n    return x\n\ndef b():\n    x = 1\n    return x\n"
     assert merge_snippet(doc, fenced("# ...\n    x = 1\n    x += 1\n    return x\n# ...")) is None
