@@ -8,7 +8,9 @@ One *row* (`Row`) is one way of producing a model's greedy output:
   one token when AR stopped at EOS), so it stops where AR did; forwards are counted by a forward hook;
 * ``<drafter>``: full regeneration drafted by a registry drafter (``spec-edit W=64`` for "spec-edit");
 * ``cad+<drafter>``: the Copy-as-Decode program decoder (`engine.decode.program.decode_program`, the
-  ``cad`` strategy) with that drafter in gen bodies.
+  ``cad`` strategy) with that drafter in gen bodies; ``cad+none uncapped``: ``cad+none`` with every
+  guessed copy payload fed with its header (``guess_payload_cap`` unbounded: the decoder before the
+  cap), the ablation of ``engine.decode.program.GUESS_PAYLOAD_CAP``.
 
 Every engine drafter is wrapped in `CountingProposer`, built exactly as the decoder would build it
 (same ``document_ids`` and options), which counts rounds (``propose`` calls), drafted rounds (a
@@ -28,6 +30,7 @@ import time
 from dataclasses import dataclass
 
 SPEC_EDIT_WINDOW = 64
+UNCAPPED = 1 << 30   # a guess_payload_cap no payload exceeds (the decoder before the cap: every guessed payload fed)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class Row:
     drafter: str = "none"
     window: int | None = None
     lookup: int = 0
+    payload_cap: int | None = None   # cad rows: the decoder's guess_payload_cap (None: its default)
 
     @property
     def reference(self) -> str:
@@ -70,6 +74,7 @@ def rows(drafters, hf_lookup: int = 10) -> list[Row]:
         else:
             out.append(Row(name, "regen", name))
     out += [Row(f"cad+{name}", "cad", name) for name in ["none", *[d for d in drafters if d != "none"]]]
+    out.append(Row("cad+none uncapped", "cad", "none", payload_cap=UNCAPPED))  # guessed payloads always fed
     return out
 
 
@@ -200,8 +205,9 @@ def _cad(row: Row, loaded, case: Case, forced: bool, max_new: int) -> dict:
     proposer = CountingProposer(make_proposer(row.drafter, document_ids=view.token_ids))  # as decode_program does
     program = line_program(case.document, case.gold) if forced else None
     t0 = time.perf_counter()
+    cap = {} if row.payload_cap is None else {"guess_payload_cap": row.payload_cap}
     d = decode_program(loaded, case.document, case.instruction, max_new_tokens=max_new, drafter=proposer,
-                       forced=program, mode="clipped")
+                       forced=program, mode="clipped", **cap)
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "forwards": d.stats.forwards, "output_ids": d.output_ids, "text": d.text or "",
             "stopped_by": "truncated" if d.stats.truncated else "end", "truncated": d.stats.truncated,

@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 
-from .settings import DRAFTERS, RESOLVER_MODES, STRATEGIES, Settings
+from .settings import DEFAULT_GEN_DRAFTER, DRAFTERS, RESOLVER_MODES, STRATEGIES, Settings
 
 __all__ = ["main", "parse_args", "version"]
 
@@ -56,8 +56,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", default="default", help="model spec: 'default', a .gguf path or an HF directory")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
     p.add_argument("--strategy", default="cad", choices=STRATEGIES)
-    p.add_argument("--gen-drafter", default="none", choices=DRAFTERS,
-                   help="speculative drafter of cad gen bodies (lossless; default: none)")
+    p.add_argument("--gen-drafter", default=DEFAULT_GEN_DRAFTER, choices=DRAFTERS,
+                   help=f"speculative drafter of cad gen bodies (lossless; default: {DEFAULT_GEN_DRAFTER})")
     p.add_argument("--no-snippet-merge", dest="snippet_merge", action="store_false",
                    help="always decode, even when the instruction carries a snippet that anchors at one place")
     p.add_argument("--max-new-tokens", type=int, default=None, help="decode budget per edit (default: auto)")

@@ -5,8 +5,9 @@ Owns the ``cad`` settings section and its validation. Keys (camelCase, as client
 * ``model``: model spec for :class:`engine.api.EditEngine` ("default", a GGUF path, an HF dir)
 * ``device``: "auto" | "cpu" | "cuda" | ...
 * ``strategy``: one of :data:`engine.api.STRATEGIES`
-* ``genDrafter``: one of :data:`engine.api.DRAFTERS` (the drafter registry), default "none": the
-  speculative drafter of the ``cad``/``cad-tokens`` gen bodies (lossless: it changes forwards, never text)
+* ``genDrafter``: one of :data:`engine.api.DRAFTERS` (the drafter registry), default
+  :data:`engine.api.DEFAULT_GEN_DRAFTER` ("replaced-lines"): the speculative drafter of the
+  ``cad``/``cad-tokens`` gen bodies (lossless: it changes forwards, never text)
 * ``snippetMerge``: bool, default true. An instruction that carries a pasted snippet (a fenced block
   with ``... existing code ...`` placeholders) anchoring at one place is merged without the model
   (:mod:`engine.program.snippet`); false: the strategy always decodes
@@ -29,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from engine.api import DRAFTERS, MODES, STRATEGIES  # the registries' names; importing engine.api is torch-free
+from engine.api import DEFAULT_GEN_DRAFTER, DRAFTERS, MODES, STRATEGIES  # the registries' names; importing engine.api is torch-free
 
-__all__ = ["Settings", "SettingsError", "SECTION", "STRATEGIES", "DRAFTERS", "RESOLVER_MODES"]
+__all__ = ["Settings", "SettingsError", "SECTION", "STRATEGIES", "DRAFTERS", "DEFAULT_GEN_DRAFTER", "RESOLVER_MODES"]
 
 SECTION = "cad"
 RESOLVER_MODES = MODES  # the engine's resolver modes (one definition: engine.program.resolver)
@@ -54,7 +55,7 @@ class Settings:
     model: str = "default"
     device: str = "auto"
     strategy: str = "cad"
-    gen_drafter: str = "none"
+    gen_drafter: str = DEFAULT_GEN_DRAFTER
     snippet_merge: bool = True
     max_new_tokens: int | None = None      # None: auto (the document's tokens + a margin)
     resolver_mode: str = "clipped"

@@ -28,7 +28,7 @@ from clients.journal import JOURNAL_NAME, Journal
 from clients.line_endings import NotTextError, decode, encode
 from clients.progress_bar import ProgressBar
 from engine.program.placeholders import find_lazy_placeholders, refusal_message
-from engine.api import DRAFTERS, STRATEGIES  # the engine's registries (torch-free import)
+from engine.api import DEFAULT_GEN_DRAFTER, DRAFTERS, STRATEGIES  # the engine's registries (torch-free import)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -95,8 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-resume", action="store_true", help="ignore the journal; redo every job")
     p.add_argument("--journal", type=Path, help=f"journal path (default: {JOURNAL_NAME} beside --jobs, else in --root)")
     p.add_argument("--strategy", default="cad", choices=STRATEGIES, help="engine strategy (default: cad)")
-    p.add_argument("--gen-drafter", default="none", choices=DRAFTERS,
-                   help="speculative drafter of cad gen bodies (lossless: same edit, fewer forwards; default: none)")
+    p.add_argument("--gen-drafter", default=DEFAULT_GEN_DRAFTER, choices=DRAFTERS,
+                   help=f"speculative drafter of cad gen bodies (lossless: same edit, fewer forwards; "
+                        f"default: {DEFAULT_GEN_DRAFTER})")
     p.add_argument("--no-snippet-merge", dest="snippet_merge", action="store_false",
                    help="always decode, even when an instruction carries a snippet that anchors at one place")
     p.add_argument("--model", default="default", help="model spec: default, an HF dir, or a .gguf path")

@@ -42,7 +42,7 @@ class InProcessBackend:
 
     def __init__(self, *, model: str = "default", strategy: str = "cad",
                  max_new_tokens: int | None = None, device: str = "auto",
-                 on_status: Callable[[str], None] | None = None, gen_drafter: str = "none",
+                 on_status: Callable[[str], None] | None = None, gen_drafter: str | None = None,
                  snippet_merge: bool = True):
         try:
             from engine import api
@@ -50,6 +50,7 @@ class InProcessBackend:
             raise BackendStartError(f"engine.api is not importable ({exc}); run from the repo root or install the package") from exc
         if strategy not in api.STRATEGIES:
             raise BackendStartError(f"unknown --strategy {strategy!r}; choose one of {', '.join(api.STRATEGIES)}")
+        gen_drafter = gen_drafter or api.DEFAULT_GEN_DRAFTER
         if gen_drafter not in api.DRAFTERS:
             raise BackendStartError(f"unknown --gen-drafter {gen_drafter!r}; choose one of {', '.join(api.DRAFTERS)}")
         self._api = api

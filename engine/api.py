@@ -3,7 +3,7 @@
 Owns request validation and lazy thread-safe model loading; the edit itself runs in `engine.edit`
 (scope -> strategy -> result). Types come from `engine.types`, errors from `engine.errors`, the
 strategy registry from `engine.strategies` (`STRATEGIES` is its names, in order), the drafter registry's
-names from `engine.drafters` (`DRAFTERS`: the choices for gen-body drafting). Importing this
+names from `engine.drafters` (`DRAFTERS`: the choices for gen-body drafting; `DEFAULT_GEN_DRAFTER` the default). Importing this
 module or constructing `EditEngine` never imports torch; `load()` (or the first `edit()`) does.
 
     engine = EditEngine()                       # "default" = SmolLM2-135M GGUF, device "auto"
@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Callable
 
-from engine.drafters import DRAFTERS
+from engine.drafters import DEFAULT_GEN_DRAFTER, DRAFTERS
 from engine.edit import SNIPPET_MERGE, run_edit
 from engine.errors import (
     ContextOverflowError, EditCancelled, EngineError, InvalidRangeError, InvalidRequestError, ModelLoadError,
@@ -32,7 +32,7 @@ from engine.strategies import STRATEGIES, get_strategy
 from engine.types import MODES, EditRequest, EditResult, EditStats, Progress
 
 __all__ = [
-    "STRATEGIES", "DRAFTERS", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
+    "STRATEGIES", "DRAFTERS", "DEFAULT_GEN_DRAFTER", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
     "EngineError", "ContextOverflowError", "EditCancelled", "InvalidRangeError",
     "UnknownStrategyError", "InvalidRequestError", "ModelLoadError", "get_strategy", "SNIPPET_MERGE",
 ]
@@ -71,7 +71,7 @@ class EditEngine:
 
     def __init__(self, model="default", device: str = "auto", *,
                  on_status: Callable[[str], None] | None = None, spec_edit_window: int = 32,
-                 spec_edit_probe: int | None = None, gen_drafter: str = "none", prefix_cache: bool = True):
+                 spec_edit_probe: int | None = None, gen_drafter: str = DEFAULT_GEN_DRAFTER, prefix_cache: bool = True):
         # `model` is a spec ("default", an HF dir, a .gguf path) or an already loaded LoadedModel.
         # spec_edit_window / spec_edit_probe: draft size for "spec-edit" (engine.drafters.document);
         # gen_drafter: the DRAFTERS name drafting inside cad gen bodies unless a request names one

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from engine.drafters import DEFAULT_GEN_DRAFTER
 from engine.errors import ContextOverflowError, ProgramResolveError
 from engine.program.eol import adapt_program, adapt_text, uses_crlf
 from engine.program.grammar import CopyTokens
@@ -56,7 +57,8 @@ def _resolve_decoded(loaded, program, document, mode, token_level):
                    decode_tokens=lambda ids: decode(loaded.tokenizer, ids), granularity="tokens").text
 
 
-def _run_program(loaded, document, request, strategy: Strategy, *, cancel, progress, gen_drafter: str = "none"):
+def _run_program(loaded, document, request, strategy: Strategy, *, cancel, progress,
+                 gen_drafter: str = DEFAULT_GEN_DRAFTER):
     from engine.decode.program import decode_program
 
     d = decode_program(loaded, document, request.instruction,
@@ -160,7 +162,7 @@ def run_scoped(tokenizer, request, line_range, run) -> EditResult:
 
 
 def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32,
-             probe: int | None = None, gen_drafter: str = "none"):
+             probe: int | None = None, gen_drafter: str = DEFAULT_GEN_DRAFTER):
     """Edit `request.document` (or lines `line_range` of it) and return an EditResult."""
     strategy = get_strategy(request.strategy)
 

@@ -8,7 +8,10 @@ model's own next token is committed (``engine.decode.verify.accept_prefix``, the
 forward uses); a drafter with a ``screen_depth`` (CopyLoop) has the draft screened first. ``</gen>`` plus the guessed next op header are drafted
 together in ONE forward when the body ends in a newline or a prefix of ``</gen>``. A drafter offering
 several alternative drafts (``propose_many``) has them verified together in one forward
-(``engine.decode.verify.verify_candidates``, ``_gen_candidates``). End of gen per
+(``engine.decode.verify.verify_candidates``, ``_gen_candidates``). Each gen tells the drafter which
+ids it replaces (``begin_gen``: the document lines after the last copy, framed like a gen body; see
+``engine.drafters.replaced``); when the model leaves a draft with a token that ends a line, the next
+round drafts ``</gen>`` + the next header instead (a gen usually ends after the line it fixed). End of gen per
 ``engine.decode.gen_end``; EOS closes the gen and the program; a gen repeating itself
 (``engine.decode.repetition``) is stopped and reported truncated.
 """
@@ -20,7 +23,11 @@ from engine.decode.gen_end import decode, find_gen_end
 from engine.decode.repetition import repeating_unit
 from engine.decode.screened import screen_depth, screened_feed
 from engine.decode.verify import MAX_CANDIDATES, accept_prefix, verify_candidates
-from engine.drafters.base import attach_session, propose_candidates
+from engine.drafters.base import attach_session, begin_gen, propose_candidates
+from engine.program.grammar import CopyLines, CopyTokens
+
+REPLACED_LINES = 16     # document lines after the last copy offered to the drafter as what a gen replaces
+REPLACED_TOKENS = 256   # the same in token mode
 
 
 class GenBodies:
@@ -29,6 +36,8 @@ class GenBodies:
     def _gen(self) -> None:
         start = len(self.out)
         attach_session(self.drafter, self.runner)
+        begin_gen(self.drafter, self._replaced_ids())
+        line_ended = False  # the model left the last draft with a token ending a line: the gen likely ends
         while True:
             body = self.out[start:]
             if self._spent() >= self.max_new or self._room() <= 2:
@@ -39,7 +48,7 @@ class GenBodies:
             # a round commits at most the draft + 1 token: never past the budget or the context window
             room = max(0, min(self.max_new - self._spent() - 1, self._room() - 3))
             drafts = []
-            if not self._close_draft(body):  # once </gen> is begun, its rest (+ the next header) is the draft
+            if not self._close_draft(body) and not line_ended:  # once </gen> is begun, its rest (+ the next header) is the draft
                 drafts = [d[:room] for d in propose_candidates(self.drafter, self.prompt_ids + self.out, body,
                                                               MAX_CANDIDATES) if d[:room]]
             draft = drafts[0] if drafts else []
@@ -53,6 +62,8 @@ class GenBodies:
                 draft = self._close_draft(body)[:room]
             pos0 = len(self.out)
             new = self._gen_round(draft) if len(drafts) <= 1 else self._gen_candidates(drafts)
+            line_ended = bool(draft) and len(new) <= max(map(len, drafts or [draft])) and \
+                decode(self.tok, new[-1:]).endswith("\n")
             loop = self._runaway(start, pos0, len(new))
             if self._detect(start, pos0, new if loop is None else new[:loop + 1]):
                 return
@@ -63,6 +74,20 @@ class GenBodies:
                 self.fsm.truncate(decode(self.tok, self.out[start:]))
                 self.stats.truncated = self.stats.repeating = True
                 return
+
+    def _replaced_ids(self) -> list[int]:
+        """The ids of this gen's body if it kept the document text after the last copy unchanged
+        (line mode: those lines framed like a gen body, ``"\n" + lines + "\n"``; token mode: the
+        document's own ids); [] when the last copy reached the document's end."""
+        kind = CopyTokens if self.token_level else CopyLines
+        end = next((op.end for op in reversed(self.fsm.ops) if isinstance(op, kind)), None)
+        if self.token_level:
+            first = 0 if end is None else end + 1
+            return list(self.view.token_ids[first:first + REPLACED_TOKENS])
+        first = 1 if end is None else end + 1
+        if first > self.view.n_lines:
+            return []
+        return self.view.payload_ids(first, min(self.view.n_lines, first + REPLACED_LINES - 1))
 
     def _runaway(self, start: int, pos0: int, n: int) -> int | None:
         """The first of the ``n`` tokens committed at ``pos0`` after which the gen repeats itself

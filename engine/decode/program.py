@@ -4,7 +4,8 @@ Public entry::
 
     decode_program(loaded, document, instruction, *, token_level=False, max_new_tokens=512,
                    monotonic=False, speculative_headers=True, ride_along=True, drafter="none",
-                   forced=None, cancel=None, progress=None, mode="clipped") -> DecodeResult
+                   forced=None, cancel=None, progress=None, mode="clipped",
+                   guess_payload_cap=GUESS_PAYLOAD_CAP) -> DecodeResult
 
 ``loaded`` is a backend (``engine.backends.base.Backend``; in process: ``engine.backends.model.LoadedModel``).
 Every forward goes through the backend's session (``engine.backends.base.Session``: one ``feed`` = one forward).
@@ -17,7 +18,8 @@ Forward schedule (what the speed is won on):
   payload rides with the tag's last tokens: ONE parallel-prefill forward per copy span.
 * Speculative op headers (``speculative_headers=True``): at an op boundary the guessed next op(s)
   (``engine.decode.headers``) are fed together with the pending ids in one forward; the longest prefix
-  equal to the model's own masked greedy choices is kept, the rest is cropped. Lossless.
+  equal to the model's own masked greedy choices is kept, the rest is cropped. Lossless. A guessed
+  copy's payload is fed with it only when short (``guess_payload_cap``, ``GUESS_PAYLOAD_CAP``).
 * Gen bodies: free greedy decoding; ``drafter`` (a name from the drafter registry ``engine.drafters``,
   built with the document's token ids, or a ``DraftProposer``) may propose drafts, verified in one
   forward (longest greedy-matching prefix + bonus token).
@@ -55,12 +57,19 @@ from engine.decode.verify import accept_prefix
 from engine.drafters import make_proposer
 from engine.errors import ForcedProgramError
 from engine.guide.fsm import DONE, GEN_BODY, ProgramFSM
-from engine.guide.tokens import op_token_ids, token_table
+from engine.guide.tokens import op_token_ids, op_token_parts, token_table
 from engine.program.resolver import resolve
 from engine.prompt import check_context, render_prompt
 from engine.types import Progress
 
 _NO_CHOICE = -1      # a guess reached a state with no structural choice (gen body, done)
+# A guessed copy header carries its splice payload into the verify forward only when the payload has at
+# most this many tokens; a longer one is verified as a header alone and its payload rides along with the
+# next forward. On a compute-bound device a wrong guess wastes the payload's whole prefill (a guessed
+# whole-document copy before the first op costs a second prefill of the document), while a right one
+# saves one forward: 64 tokens is where the two are even at ~75% guess accuracy on 2 CPU cores
+# (forward ~55 ms fixed + ~2.5 ms per token; benchmarks/results/kernel_cpu_quiet.md).
+GUESS_PAYLOAD_CAP = 64
 
 
 class ProgramDecoder(GenBodies):
@@ -72,7 +81,7 @@ class ProgramDecoder(GenBodies):
     """
 
     def __init__(self, loaded, prompt, *, token_level, max_new_tokens, monotonic, speculative_headers,
-                 ride_along, drafter, forced, cancel, progress):
+                 ride_along, drafter, forced, cancel, progress, guess_payload_cap=GUESS_PAYLOAD_CAP):
         self.tok = loaded.tokenizer
         self.table = token_table(self.tok)
         self.view = prompt.view
@@ -81,6 +90,7 @@ class ProgramDecoder(GenBodies):
         self.token_level = token_level
         self.max_new = max_new_tokens
         self.spec = speculative_headers
+        self.guess_payload_cap = guess_payload_cap
         self.ride = ride_along
         self.drafter = make_proposer(drafter, document_ids=self.view.token_ids)
         self.progress = progress
@@ -243,8 +253,13 @@ class ProgramDecoder(GenBodies):
         for item in items:
             if item == GEN_OPEN_GUESS:
                 toks.extend(self.table.gen_open)
-            else:
-                toks.extend(op_token_ids(self.table, self.view, item, token_level=self.token_level))
+                continue
+            parts = op_token_parts(self.table, self.view, item)
+            payload = [t for label, ids in parts if label == "payload" for t in ids]
+            if len(payload) > self.guess_payload_cap:  # verify the header alone; its payload rides along next
+                toks.extend(t for label, ids in parts if label == "tag" for t in ids)
+                break
+            toks.extend(t for _, ids in parts for t in ids)
         consumed = fsm.literal_pos
         if consumed:
             if self.out[-consumed:] != toks[:consumed]:
@@ -316,7 +331,7 @@ def decode_program(loaded, document: str, instruction: str, *, token_level: bool
                    ride_along: bool = True, drafter="none", forced=None,
                    cancel: threading.Event | None = None,
                    progress: Callable[[Progress], None] | None = None,
-                   mode: str = "clipped") -> DecodeResult:
+                   mode: str = "clipped", guess_payload_cap: int = GUESS_PAYLOAD_CAP) -> DecodeResult:
     """Decode (or, with ``forced``, replay) an edit program for ``document`` (see module doc)."""
     t0 = time.perf_counter()
     prompt = render_prompt(document, instruction, loaded.tokenizer, token_level=token_level,
@@ -324,7 +339,8 @@ def decode_program(loaded, document: str, instruction: str, *, token_level: bool
     check_context(len(prompt.ids), prompt.view.n_tokens, int(loaded.context_length))
     dec = ProgramDecoder(loaded, prompt, token_level=token_level, max_new_tokens=max_new_tokens,
                           monotonic=monotonic, speculative_headers=speculative_headers, ride_along=ride_along,
-                          drafter=drafter, forced=forced, cancel=cancel, progress=progress)
+                          drafter=drafter, forced=forced, cancel=cancel, progress=progress,
+                          guess_payload_cap=guess_payload_cap)
     dec.run()
     program = tuple(dec.fsm.ops)
     stats = dec.stats

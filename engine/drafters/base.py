@@ -25,6 +25,10 @@ helpers ``propose_candidates`` and ``attach_session``, which supply the defaults
             # told the session the loop verifies on, before the first propose (idempotent); a
             # drafter that reads the model's hidden states (engine.drafters.switchsd) asks it to
             # record them here. Default: nothing.
+        def begin_gen(self, replaced_ids) -> None
+            # the program decoder opens a gen: `replaced_ids` are the ids the gen body would have if
+            # it kept the document lines after the last copy unchanged (engine.drafters.replaced
+            # drafts from them). Default: nothing.
 
 `pending_ids` are committed tokens whose KV entries are not in the cache yet (at least the last
 committed token: its logits predict the next one). They ride along in the verify forward.
@@ -68,6 +72,13 @@ def propose_candidates(proposer, context_ids: list[int], generated: list[int], l
     drafts = many(context_ids, generated, limit) if many is not None and limit > 1 else \
         [proposer.propose(context_ids, generated)]
     return [list(d) for d in drafts if d][:max(1, limit)]
+
+
+def begin_gen(proposer, replaced_ids: list[int]) -> None:
+    """Tell the proposer a gen starts and which ids it replaces (``begin_gen``), if it wants to know."""
+    begin = getattr(proposer, "begin_gen", None)
+    if begin is not None:
+        begin(replaced_ids)
 
 
 def attach_session(proposer, session) -> None:

@@ -47,11 +47,11 @@ def make_files(tmp_path: Path, n: int) -> list[Path]:
 
 
 def test_gen_drafter_option_lists_the_drafter_registry():
-    from engine.api import DRAFTERS
+    from engine.api import DEFAULT_GEN_DRAFTER, DRAFTERS
 
     parser = batch.build_parser()
     action = next(a for a in parser._actions if "--gen-drafter" in a.option_strings)
-    assert tuple(action.choices) == DRAFTERS and action.default == "none"
+    assert tuple(action.choices) == DRAFTERS and action.default == DEFAULT_GEN_DRAFTER == "replaced-lines"
     assert "{" + ",".join(DRAFTERS) + "}" in parser.format_help()
 
 

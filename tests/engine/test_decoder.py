@@ -305,3 +305,19 @@ def test_a_gen_that_loops_is_stopped_long_before_the_budget(tiny_model, scripted
     assert res.stats.truncated and res.stats.repeating
     assert res.stats.decoded_tokens < 300           # stopped after a few repeats, not at 2000
     assert res.program[0].text.count("total = total + 1") >= 8
+
+
+def test_a_long_guessed_payload_is_verified_as_a_header_alone(tiny_model):
+    """A guessed copy whose payload exceeds ``guess_payload_cap`` is fed as its header only (the payload
+    rides along with the next forward): fewer guessed tokens, the same output."""
+    for pair in _sample_pairs(2, 2):
+        program = line_program(pair.document, pair.gold)
+        whole = _run(tiny_model, pair.document, pair.instruction, forced=program, guess_payload_cap=10**6)
+        capped = _run(tiny_model, pair.document, pair.instruction, forced=program, guess_payload_cap=0)
+        assert capped.output_ids == whole.output_ids and capped.text == whole.text == pair.gold
+        assert capped.stats.guess_tokens < whole.stats.guess_tokens
+        noop = (CopyLines(1, render_prompt(pair.document, "", tiny_model.tokenizer).view.n_lines),)
+        a = _run(tiny_model, pair.document, pair.instruction, forced=noop, guess_payload_cap=10**6)
+        b = _run(tiny_model, pair.document, pair.instruction, forced=noop, guess_payload_cap=0)
+        assert a.output_ids == b.output_ids and a.text == b.text == pair.document
+        assert b.stats.forwards == a.stats.forwards + 1   # a right guess: its payload costs one more forward

@@ -88,3 +88,36 @@ def test_program_decoder_lossless_on_tiny_model_forced(tiny_model):
         forwards, ref_forwards = forwards + got.stats.forwards, ref_forwards + ref.stats.forwards
     assert accepted > 0
     assert forwards < ref_forwards   # the replaced lines save forwards here
+
+
+def test_begin_gen_drafts_the_replaced_ids_and_resyncs_after_a_substituted_or_deleted_token():
+    doc, src, ctx = list(range(100, 140)), list(range(10, 30)), [1, 2, 3]
+    p = ReplacedLinesProposer(doc, window=4)
+    p.begin_gen(src)
+    assert p.propose(ctx, []) == src[0:4]           # the gen starts where the replaced lines start
+    p.update(2)                                     # src[2] rejected: the model wrote 77 instead
+    assert p.propose(ctx, src[:2] + [77]) == src[3:7]   # substituted: the line goes on after it
+    p.update(4)
+    assert p.propose(ctx, src[:2] + [77] + src[3:8]) == src[8:12]
+    p.begin_gen(src)                                # a new gen: the cursor is back at the start
+    assert p.propose(ctx, []) == src[0:4]
+    p.update(1)                                     # src[1] rejected, the model wrote src[2]: a deletion
+    assert p.propose(ctx, [src[0], src[2]]) == src[3:7]
+
+
+def test_begin_gen_assumes_a_substitution_once_not_for_new_text():
+    src = list(range(10, 30))
+    p = ReplacedLinesProposer(list(range(100, 140)), window=4)
+    p.begin_gen(src)
+    assert p.propose([1, 2, 3], []) == src[0:4]
+    p.update(0)
+    assert p.propose([1, 2, 3], [88]) == src[1:5]   # first difference: assumed substituted
+    p.update(0)
+    assert p.propose([1, 2, 3], [88, 99]) == []     # again: new text, nothing in the source or context
+
+
+def test_begin_gen_without_replaced_ids_anchors_on_the_document():
+    doc = list(range(10, 40))
+    p = ReplacedLinesProposer(doc, window=4)
+    p.begin_gen([])                                 # the last copy reached the end: nothing is replaced
+    assert p.propose([1, 2, 3] + doc[:12] + [90, 91], []) == doc[12:16]

@@ -83,7 +83,7 @@ def test_settings_merge_and_validation():
         Settings().merge({"maxNewTokens": 0}, source="cfg")
     with pytest.raises(SettingsError, match="strategy"):
         Settings().merge({"strategy": "magic"}, source="cfg")
-    assert Settings().gen_drafter == "none"  # the default: gen bodies are not drafted
+    assert Settings().gen_drafter == "replaced-lines"  # the default: gen bodies drafted from the lines they replace
     s, _ = Settings().merge({"cad": {"genDrafter": "pld"}}, source="cfg")
     assert s.gen_drafter == "pld"
     with pytest.raises(SettingsError, match="genDrafter.*none, pld"):  # choices from engine.api.DRAFTERS

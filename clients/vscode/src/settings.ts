@@ -34,7 +34,7 @@ export function cadSettings(): CadSettings {
     model: c.get<string>('model', 'default'),
     device: c.get<string>('device', 'auto'),
     strategy: c.get<string>('strategy', 'cad'),
-    genDrafter: c.get<string>('genDrafter', 'none'),
+    genDrafter: c.get<string>('genDrafter', 'replaced-lines'),
     snippetMerge: c.get<boolean>('snippetMerge', true),
     maxNewTokens: typeof budget === 'number' && budget >= 1 ? Math.floor(budget) : 'auto',
     resolverMode: c.get<string>('resolverMode', 'clipped'),
