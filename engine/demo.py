@@ -14,7 +14,7 @@ import difflib
 import sys
 from pathlib import Path
 
-from engine.api import STRATEGIES, EditEngine, EditRequest, EngineError, Progress
+from engine.api import SNIPPET_MERGE, STRATEGIES, EditEngine, EditRequest, EngineError, Progress
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEFAULT_FILE = EXAMPLES / "buggy_stats.py"
@@ -48,11 +48,13 @@ def _instruction_for(path: Path) -> str | None:
 
 
 def stats_table(stats) -> str:
+    # a merged snippet decoded nothing: there is no forward to compare against regeneration
+    speedup = "n/a (no decoding)" if stats.planner == SNIPPET_MERGE else f"{stats.speedup_estimate:.2f}x"
     rows = [
         ("decoded tokens", stats.decoded_tokens), ("copied tokens", stats.copied_tokens),
         ("forced tokens", stats.forced_tokens), ("forwards", stats.forwards), ("ops", stats.ops),
         ("planner", stats.planner), ("prompt tokens", stats.prompt_tokens), ("wall ms", f"{stats.wall_ms:.0f}"),
-        ("truncated", stats.truncated), ("speedup estimate", f"{stats.speedup_estimate:.2f}x"),
+        ("truncated", stats.truncated), ("speedup estimate", speedup),
     ]
     return "\n".join(["| stat | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows])
 

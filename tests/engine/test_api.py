@@ -238,3 +238,13 @@ def test_demo_prints_program_diff_and_stats(tiny_engine, monkeypatch, capsys, tm
     (tmp_path / "x.py").write_text("x = 1\n")
     assert demo.main(["--file", str(tmp_path / "x.py")]) == 2          # no instruction anywhere
     assert "--instruction" in capsys.readouterr().err
+
+
+def test_demo_says_a_merged_snippet_has_no_speedup_to_estimate(tiny_engine, monkeypatch, capsys):
+    import engine.demo as demo
+
+    monkeypatch.setattr(demo, "EditEngine", lambda *a, **k: tiny_engine)
+    snippet = demo.EXAMPLES / "buggy_stats.snippet.md"
+    assert demo.main(["--instruction", snippet.read_text()]) == 0
+    out = capsys.readouterr().out
+    assert "| planner | snippet-merge |" in out and "| speedup estimate | n/a (no decoding) |" in out
