@@ -4,7 +4,8 @@ Owns the command line and the per-job loop: read file → (resume check) → edi
 engine or the LSP server → print a unified diff (`--diff`, default) or write in place atomically
 (`--write`) → journal. Pieces live in small helpers: clients.jobs (job list, --root check),
 clients.line_endings (CRLF / final newline), clients.atomic_write (temp+fsync+rename),
-clients.journal (resume), clients.edit_backends (engine / LSP), clients.progress_bar.
+clients.journal (resume), clients.edit_backends (engine / LSP), clients.progress_bar,
+clients.batch_report (per-job status and the summary table).
 """
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ import json
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from clients.atomic_write import (
     ChangedOnDiskError, ReadOnlyFileError, atomic_replace, clean_stale_temp_files, content_hash, is_read_only,
 )
+from clients.batch_report import JobReport, relative, summary
 from clients.fanout import LockedJournal, PerThread, run_fanout, throughput
 from clients.edit_backends import (BackendError, BackendStartError, InProcessBackend, LspBackend,
                                    load_backend_factory)
@@ -62,15 +63,6 @@ a rerun skips jobs whose file still holds (or descends from) the journaled resul
 
 class Interrupted(BaseException):
     """SIGTERM arrived; unwinds like KeyboardInterrupt so temp files are removed."""
-
-
-@dataclass
-class JobReport:
-    job: Job
-    status: str = "pending"    # ok | unchanged | skipped | truncated | refused | failed | not-run
-    detail: str = ""
-    seconds: float = 0.0
-    stats: dict = field(default_factory=dict)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -163,13 +155,6 @@ def _diff(old: str, new: str, label: str) -> str:
     return "".join(out)
 
 
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)
-
-
 def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal | None, get_backend) -> None:
     """One job, start to finish; sets report.status/detail. Raises only on interrupt/startup."""
     path = job.path
@@ -205,7 +190,7 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
         return
     report.stats = outcome.stats
     new_data = encode(outcome.text, style)
-    label = _relative(path, root)
+    label = relative(path, root)
     truncated = bool((outcome.stats or {}).get("truncated"))
     if truncated:
         budget = (outcome.stats or {}).get("budget") or args.max_new_tokens
@@ -228,7 +213,7 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
         if diff:
             sys.stdout.write(diff)
             sys.stdout.flush()
-        report.status = "truncated" if truncated else "ok" if new_data != data else "unchanged"
+        report.finish(truncated=truncated, changed=new_data != data)
         return
     # Journal first, then rename: a kill between the two leaves the old file with an entry whose
     # "after" hash is not on disk, so the rerun redoes the job; a kill after the rename leaves the
@@ -242,26 +227,7 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
         except (ChangedOnDiskError, ReadOnlyFileError) as exc:
             report.status, report.detail = "refused", str(exc)
             return
-    report.status = "truncated" if truncated else "ok" if new_data != data else "unchanged"
-
-
-def _summary(reports: list[JobReport], root: Path) -> str:
-    rows = [("status", "file", "time", "detail")]
-    for r in reports:
-        rows.append((r.status, _relative(r.job.path, root) + (f":{r.job.line_range[0]}-{r.job.line_range[1]}"
-                                                               if r.job.line_range else ""),
-                     f"{r.seconds:.1f}s", r.detail[:100]))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    lines = []
-    for k, row in enumerate(rows):
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + " | " + row[3] + " |")
-        if k == 0:
-            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|---|")
-    counts: dict[str, int] = {}
-    for r in reports:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    lines.append("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    return "\n".join(lines)
+    report.finish(truncated=truncated, changed=new_data != data)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         if report.status in ("failed", "refused", "truncated"):  # always shown, even with -q
             note = f"cad-apply: {report.status}: {report.detail}"
             progress.message(note) if progress.enabled else print(note, file=sys.stderr)
-        progress.advance(f"{report.status} {_relative(job.path, root)}")
+        progress.advance(f"{report.status} {relative(job.path, root)}")
 
     try:
         try:
@@ -377,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cad-apply: warning: closing the backend failed: {exc}", file=sys.stderr)
 
     if not args.quiet:
-        print(_summary(reports, root), file=sys.stderr)
+        print(summary(reports, root), file=sys.stderr)
         print(throughput(reports, time.monotonic() - started), file=sys.stderr)
     if args.json_path:
         args.json_path.write_text(json.dumps([
