@@ -13,7 +13,7 @@ from clients.jobs import Job
 
 # An edit that decoded a complete program which changes nothing: the model found nothing to change,
 # or rewrote lines exactly as they were. Said, so that "unchanged" is not mistaken for success.
-UNCHANGED_DETAIL = "the edit changed nothing: name the function or line to change, or edit a smaller --range"
+UNCHANGED_DETAIL = "the model's edit changed nothing: rephrase the instruction, or use a larger model (--model)"
 
 
 @dataclass

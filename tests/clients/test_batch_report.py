@@ -18,7 +18,7 @@ def test_finish_names_the_status_and_explains_an_edit_that_changed_nothing():
     truncated.finish(truncated=True, changed=True)
     assert (changed.status, changed.detail) == ("ok", "")
     assert (unchanged.status, unchanged.detail) == ("unchanged", UNCHANGED_DETAIL)
-    assert "--range" in UNCHANGED_DETAIL
+    assert "--model" in UNCHANGED_DETAIL
     assert truncated.status == "truncated"
     kept = _report()
     kept.detail = "placeholder warning"
