@@ -36,7 +36,7 @@ class GenBodies:
     def _gen(self) -> None:
         start = len(self.out)
         attach_session(self.drafter, self.runner)
-        begin_gen(self.drafter, self._replaced_ids())
+        begin_gen(self.drafter, self._replaced_ids)
         line_ended = False  # the model left the last draft with a token ending a line: the gen likely ends
         while True:
             body = self.out[start:]

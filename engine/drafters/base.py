@@ -35,7 +35,7 @@ committed token: its logits predict the next one). They ride along in the verify
 """
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Callable, Protocol, runtime_checkable
 
 
 @runtime_checkable
@@ -74,11 +74,12 @@ def propose_candidates(proposer, context_ids: list[int], generated: list[int], l
     return [list(d) for d in drafts if d][:max(1, limit)]
 
 
-def begin_gen(proposer, replaced_ids: list[int]) -> None:
-    """Tell the proposer a gen starts and which ids it replaces (``begin_gen``), if it wants to know."""
+def begin_gen(proposer, replaced_ids: Callable[[], list[int]]) -> None:
+    """Tell the proposer a gen starts and which ids it replaces (``begin_gen``), if it wants to know;
+    ``replaced_ids`` is called only then (drafters without the method cost nothing)."""
     begin = getattr(proposer, "begin_gen", None)
     if begin is not None:
-        begin(replaced_ids)
+        begin(replaced_ids())
 
 
 def attach_session(proposer, session) -> None:
