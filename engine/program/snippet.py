@@ -43,6 +43,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
+from typing import NamedTuple
 
 from engine.program.placeholders import looks_like_placeholder
 
@@ -256,12 +257,26 @@ def _middle(raw: list[str], doc: list[str], lo: int, hi: int, new: list[str], cr
     return out
 
 
-def _merge_block(document: str, snippet: list[str]) -> str | None:
-    """``document`` with one snippet merged (rules 2-4), or None when it does not anchor."""
+class _Document(NamedTuple):
+    """The document's lines as given (``raw``), as compared (``doc``: no trailing whitespace or
+    ``\r``), the set of its stripped lines (``known``) and whether every line break is CRLF."""
+
+    raw: list[str]
+    doc: list[str]
+    known: set[str]
+    crlf: bool
+
+
+def _document(document: str) -> _Document:
     raw = document.split("\n")
     doc = [line.rstrip("\r").rstrip() for line in raw]
-    known = {line.strip() for line in doc}
     crlf = len(raw) > 1 and all(line.endswith("\r") for line in raw[:-1])
+    return _Document(raw, doc, {line.strip() for line in doc}, crlf)
+
+
+def _merge_block(document: _Document, snippet: list[str]) -> list[str] | None:
+    """The document's lines with one snippet merged (rules 2-4), or None when it does not anchor."""
+    raw, doc, known, crlf = document
     segments = _segments(snippet, known)
     if len(segments) * (len(doc) + _LONE_REACH) > _WORK_LIMIT:
         return None                            # a pathological paste: not worth the server's time
@@ -280,12 +295,11 @@ def _merge_block(document: str, snippet: list[str]) -> str | None:
     out.extend(raw[cursor:])
     if crlf and out and out[-1].endswith("\r") and not raw[-1].endswith("\r"):
         out[-1] = out[-1][:-1]                 # a new last line: the document's last line has no break
-    return "\n".join(out)
+    return out
 
 
-def _hunks(document: str, merged: str) -> list[tuple[int, int, list[str]]]:
-    """The changes turning ``document`` into ``merged``: (first line, end line, new lines), 0-based."""
-    old, new = document.split("\n"), merged.split("\n")
+def _hunks(old: list[str], new: list[str]) -> list[tuple[int, int, list[str]]]:
+    """The changes turning lines ``old`` into ``new``: (first line, end line, new lines), 0-based."""
     return [(i1, i2, new[j1:j2]) for tag, i1, i2, j1, j2 in
             difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if tag != "equal"]
 
@@ -293,25 +307,25 @@ def _hunks(document: str, merged: str) -> list[tuple[int, int, list[str]]]:
 def merge_snippet(document: str, instruction: str) -> str | None:
     """The document with the instruction's snippets merged in (module rules), or None: no snippet,
     one that does not anchor, two that change the same lines, or no change at all (rule 5)."""
-    known = {line.rstrip("\r").strip() for line in document.split("\n")}
-    snippets = extract_snippets(instruction, known)
+    doc = _document(document)
+    snippets = extract_snippets(instruction, doc.known)
     if not snippets:
         return None
     hunks = []
     for snippet in snippets:                   # each against the document, so order does not matter
-        merged = _merge_block(document, snippet)
+        merged = _merge_block(doc, snippet)
         if merged is None:
             return None
-        hunks.extend(_hunks(document, merged))
+        hunks.extend(_hunks(doc.raw, merged))
     hunks.sort(key=lambda h: (h[0], h[1]))
     for (a1, a2, _), (b1, b2, _) in zip(hunks, hunks[1:]):
         if b1 < a2 or (b1 == a1 and b1 == b2):   # overlapping, or two insertions at one place
             return None
-    lines, out, at = document.split("\n"), [], 0
+    out, at = [], 0
     for i1, i2, new in hunks:
-        out.extend(lines[at:i1])
+        out.extend(doc.raw[at:i1])
         out.extend(new)
         at = i2
-    out.extend(lines[at:])
+    out.extend(doc.raw[at:])
     text = "\n".join(out)
     return None if text == document else text
