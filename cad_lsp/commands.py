@@ -50,7 +50,8 @@ from .versioned_apply import apply_versioned, client_can_apply_edits
 from .worker import CancelSignal, EditJob
 
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
-MERGED_NOTE = " (pasted snippet merged by its anchors, no decoding)"   # ends the message of such an edit
+_MERGED = "pasted snippet merged by its anchors, no decoding"
+MERGED_NOTE = f" ({_MERGED})"   # ends the message of such an edit
 
 # Engine errors whose message tells the user what to do.
 _USER_FACING = (EngineError, ModelLoadError)
@@ -268,7 +269,7 @@ def _stats(stats: Any, job: EditJob, t0: float) -> dict:
 
 def _log_stats(ls: Any, command: str, uri: str, stats: dict, outcome: str) -> None:
     if stats.get("planner") == SNIPPET_MERGE:   # nothing decoded: no speedup to speak of
-        cost = "pasted snippet merged by its anchors, no decoding"
+        cost = _MERGED
     else:
         cost = (f"{stats.get('copied_tokens')} tokens copied, {stats.get('decoded_tokens')} generated, "
                 f"speedup ~{stats.get('speedup_estimate', 1.0):.2f}x")
