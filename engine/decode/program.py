@@ -67,8 +67,10 @@ _NO_CHOICE = -1      # a guess reached a state with no structural choice (gen bo
 # most this many tokens; a longer one is verified as a header alone and its payload rides along with the
 # next forward. On a compute-bound device a wrong guess wastes the payload's whole prefill (a guessed
 # whole-document copy before the first op costs a second prefill of the document), while a right one
-# saves one forward: 64 tokens is where the two are even at ~75% guess accuracy on 2 CPU cores
-# (forward ~55 ms fixed + ~2.5 ms per token; benchmarks/results/kernel_cpu_quiet.md).
+# saves one forward. On 2 CPU cores a 1-token forward costs 50-60 ms and each further token 2-4.5 ms
+# (benchmarks/results/kernel_cpu_quiet.md: 340 ms for 64 tokens after a 1,024-token prefix), so at 64
+# tokens the two are even at a guess accuracy of about 70-85%. Measured with and without the cap:
+# benchmarks/results/speculative_payload_cap.md.
 GUESS_PAYLOAD_CAP = 64
 
 
