@@ -60,6 +60,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help=f"speculative drafter of cad gen bodies (lossless; default: {DEFAULT_GEN_DRAFTER})")
     p.add_argument("--no-snippet-merge", dest="snippet_merge", action="store_false",
                    help="always decode, even when the instruction carries a snippet that anchors at one place")
+    p.add_argument("--no-warm-on-idle", dest="warm_on_idle", action="store_false",
+                   help="do not prefill a document's prompt while it is left unchanged (saves CPU, costs latency)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="decode budget per edit (default: auto)")
     p.add_argument("--resolver-mode", default="clipped", choices=RESOLVER_MODES)
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -140,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     from .server import build_server
 
     settings = Settings(model=args.model, device=args.device, strategy=args.strategy,
-                        gen_drafter=args.gen_drafter, snippet_merge=args.snippet_merge,
+                        gen_drafter=args.gen_drafter, snippet_merge=args.snippet_merge, warm_on_idle=args.warm_on_idle,
                         max_new_tokens=args.max_new_tokens, resolver_mode=args.resolver_mode)
     server = build_server(settings, preload=args.preload)
     logging.getLogger(__name__).info("cad-lsp %s starting (%s)", version(), f"tcp {args.tcp}" if args.tcp else "stdio")

@@ -13,6 +13,8 @@ Owns the ``textDocument/didOpen|didChange|didClose`` handlers (a mixin for
   version is logged and the text is still taken (full sync: the client's text is the truth).
 * A sync notification whose params do not fit the LSP types is logged; if it names a URI, that
   document's generation is bumped, so no edit is applied to text the server may have missed.
+* Every open and applied change restarts the document's warm-up timer (``cad_lsp.warmup``); a close
+  drops it.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.protocol.language_server import lsp_method
+
+from . import warmup
 
 __all__ = ["DocumentSyncMixin"]
 
@@ -72,6 +76,7 @@ class DocumentSyncMixin:
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
         self.bump_generation(params.text_document.uri)
         self.workspace.put_text_document(params.text_document)
+        self._schedule_warm(params.text_document.uri)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
@@ -91,6 +96,8 @@ class DocumentSyncMixin:
         except Exception as exc:  # noqa: BLE001 - e.g. a range outside the document
             self._warn(f"didChange for {uri} could not be applied ({type(exc).__name__}: {exc}); the server's "
                        "copy may differ from the editor's: close and reopen the document")
+            return
+        self._schedule_warm(uri)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
     def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
@@ -100,3 +107,16 @@ class DocumentSyncMixin:
             return
         self.bump_generation(uri)
         self.workspace.remove_text_document(uri)
+        server = getattr(self, "_server", None)
+        if server is not None:
+            warmup.forget(server, uri)
+
+    def _schedule_warm(self, uri: str) -> None:
+        """Prefill the document's prompt once it stays unchanged for a moment (``cad_lsp.warmup``)."""
+        server = getattr(self, "_server", None)
+        if server is None:
+            return
+        try:
+            warmup.schedule(server, uri)
+        except Exception:  # noqa: BLE001 - an optimisation must never break document sync
+            log.exception("could not schedule the warm-up of %s", uri)

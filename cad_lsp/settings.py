@@ -11,6 +11,9 @@ Owns the ``cad`` settings section and its validation. Keys (camelCase, as client
 * ``snippetMerge``: bool, default true. An instruction that carries a pasted snippet (a fenced block
   with ``... existing code ...`` placeholders) anchoring at one place is merged without the model
   (:mod:`engine.program.snippet`); false: the strategy always decodes
+* ``warmOnIdle``: bool, default true. A document left unchanged for a second after it was opened or
+  changed has the instruction-free part of its prompt prefilled (:mod:`cad_lsp.warmup`), so its next
+  edit starts warm; it runs only when no edit is waiting and the model is loaded
 * ``maxNewTokens``: positive int, decode budget per edit
 * ``resolverMode``: "strict" | "clipped"
 * ``applyTruncated``: bool, default false. A program cut off by ``maxNewTokens`` is incomplete
@@ -42,6 +45,7 @@ _KEYS = {"model": "model", "device": "device", "strategy": "strategy",
          "maxNewTokens": "max_new_tokens", "max_new_tokens": "max_new_tokens",
          "resolverMode": "resolver_mode", "resolver_mode": "resolver_mode",
          "snippetMerge": "snippet_merge", "snippet_merge": "snippet_merge",
+         "warmOnIdle": "warm_on_idle", "warm_on_idle": "warm_on_idle",
          "applyTruncated": "apply_truncated", "apply_truncated": "apply_truncated",
          "applyEditTimeout": "apply_edit_timeout", "apply_edit_timeout": "apply_edit_timeout"}
 
@@ -57,6 +61,7 @@ class Settings:
     strategy: str = "cad"
     gen_drafter: str = DEFAULT_GEN_DRAFTER
     snippet_merge: bool = True
+    warm_on_idle: bool = True
     max_new_tokens: int | None = None      # None: auto (the document's tokens + a margin)
     resolver_mode: str = "clipped"
     apply_truncated: bool = False
@@ -78,7 +83,7 @@ class Settings:
             field = _KEYS.get(key)
             if field is None:
                 warnings.append(f"{source}: unknown setting {SECTION}.{key} ignored "
-                                f"(known: model, device, strategy, genDrafter, snippetMerge, maxNewTokens, resolverMode, "
+                                f"(known: model, device, strategy, genDrafter, snippetMerge, warmOnIdle, maxNewTokens, resolverMode, "
                                 f"applyTruncated, applyEditTimeout)")
                 continue
             changes[field] = _validate(field, value, key, source)
@@ -97,7 +102,7 @@ def _validate(field: str, value: Any, key: str, source: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
             raise SettingsError(f"{where} must be a number of seconds between 0 and 86400")
         return float(value)
-    if field in ("apply_truncated", "snippet_merge"):
+    if field in ("apply_truncated", "snippet_merge", "warm_on_idle"):
         if not isinstance(value, bool):
             raise SettingsError(f"{where} must be true or false")
         return value

@@ -4,7 +4,13 @@ Owns serialisation of all decodes onto the single engine, queue positions, cance
 events, and loading the model exactly once (at the first job, or at start with preload).
 
 Positions are 1-based over everything ahead of and including a job: the running job is
-position 1, the next queued job position 2, and so on. ``on_position`` is called from the
+position 1, the next queued job position 2, and so on.
+
+Besides edits the worker keeps ONE warm-up slot (:class:`WarmJob`, :meth:`EngineWorker.warm`):
+the latest document to prefill (``EditEngine.warm``) runs only when no edit is queued, a newer
+warm-up replaces a waiting one, and submitting an edit cancels a running one, which stops
+before its next forward (its finished chunks stay cached). A warm-up never loads the model and
+never counts in queue positions. ``on_position`` is called from the
 submitting thread (initial position) and from the worker thread (when the queue advances).
 All other callbacks are called from the worker thread; callers marshal them to their own
 loop. Nothing here knows about LSP.
@@ -23,7 +29,7 @@ from engine.api import EditCancelled, EditEngine, EditRequest, Progress
 
 from .size_guard import check_size
 
-__all__ = ["CancelSignal", "EditJob", "EngineWorker", "WorkerStoppedError"]
+__all__ = ["CancelSignal", "EditJob", "EngineWorker", "WarmJob", "WorkerStoppedError"]
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +100,20 @@ class EditJob:
     finished_at: float | None = None
     engine_ms: float | None = None  # wall time inside EditEngine.edit
 
+@dataclass
+class WarmJob:
+    """A document to prefill when the engine is idle (see module doc); ``on_done`` gets the
+    ``engine.warmup.WarmResult`` (or None when skipped before reaching the engine)."""
+
+    document: str
+    strategy: str = "cad"
+    model: str = "default"
+    device: str = "auto"
+    label: str = ""
+    cancel: threading.Event = field(default_factory=threading.Event)
+    on_done: Callable[[Any], None] | None = None
+
+
 class EngineWorker:
     """Runs :class:`EditJob` s one at a time on a lazily created engine."""
 
@@ -103,6 +123,8 @@ class EngineWorker:
         self._engine_key: tuple[str, str] | None = None
         self._pending: deque[EditJob] = deque()
         self._running: EditJob | None = None
+        self._warm_next: WarmJob | None = None   # the one waiting warm-up (a newer one replaces it)
+        self._warming: WarmJob | None = None     # the warm-up running now
         self._cond = threading.Condition()
         self._stopped = False
         self._thread: threading.Thread | None = None
@@ -116,10 +138,21 @@ class EngineWorker:
                                          "restart the language server")
             self._pending.append(job)
             position = len(self._pending) + (1 if self._running else 0)
+            if self._warming is not None:
+                self._warming.cancel.set()  # an edit never waits for more than one warm-up forward
             self._ensure_thread()
             self._cond.notify()
         _safe(job.on_position, position)
         return position
+
+    def warm(self, job: WarmJob) -> None:
+        """Prefill ``job.document`` when no edit is waiting (replaces a warm-up not started yet)."""
+        with self._cond:
+            if self._stopped:
+                return
+            self._warm_next = job
+            self._ensure_thread()
+            self._cond.notify()
 
     def preload(self, model: str, device: str) -> EditJob:
         """Load the model in the background (queued like an edit)."""
@@ -142,6 +175,10 @@ class EngineWorker:
         cancelled already (a cancelled job may still be leaving its last forward)."""
         with self._cond:
             jobs = ([self._running] if self._running else []) + list(self._pending)
+            for warm in (self._warming, self._warm_next):
+                if warm is not None:
+                    warm.cancel.set()
+            self._warm_next = None
         jobs = [job for job in jobs if not job.cancel.is_set()]
         for job in jobs:
             job.cancel.set()
@@ -168,13 +205,24 @@ class EngineWorker:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._pending and not self._stopped:
+                while not self._pending and self._warm_next is None and not self._stopped:
                     self._cond.wait()
-                if not self._pending:
+                if self._pending:
+                    job = self._pending.popleft()
+                    self._running = job
+                    waiting = list(self._pending)
+                elif self._stopped:
                     return
-                job = self._pending.popleft()
-                self._running = job
-                waiting = list(self._pending)
+                else:
+                    self._warming, self._warm_next = self._warm_next, None
+                    job = None
+            if job is None:
+                try:
+                    self._run_warm(self._warming)
+                finally:
+                    with self._cond:
+                        self._warming = None
+                continue
             for i, other in enumerate(waiting):
                 _safe(other.on_position, i + 2)
             try:
@@ -209,6 +257,18 @@ class EngineWorker:
         job.finished_at = time.perf_counter()
         if not job.future.done():
             job.future.set_result(result)
+
+    def _run_warm(self, job: WarmJob) -> None:
+        """Prefill on the current engine if it is loaded for the job's model and device; else skip."""
+        engine = self._engine
+        result = None
+        if (engine is not None and self._engine_key == (job.model, job.device) and getattr(engine, "loaded", False)
+                and hasattr(engine, "warm") and not job.cancel.is_set()):
+            try:
+                result = engine.warm(job.document, job.strategy, cancel=job.cancel)
+            except Exception:  # noqa: BLE001 - a warm-up is an optimisation: log it, never fail the server
+                log.exception("warm-up of %s failed", job.label or "a document")
+        _safe(job.on_done, result)
 
     def _engine_for(self, job: EditJob):
         key = (job.model, job.device)

@@ -10,6 +10,7 @@ module or constructing `EditEngine` never imports torch; `load()` (or the first 
     result = engine.edit(EditRequest(document, "Fix bugs in add.", strategy="cad"))
     result.program, result.text, result.stats, result.warnings
     result.stats.planner                        # "model", or "snippet-merge" (a pasted snippet merged exactly)
+    engine.warm(document, "cad")                # prefill the document's prompt before the instruction is known
 
 `line_range=(a, b)` (1-based inclusive) edits only lines a..b: the model sees that slice, and the
 program is re-based so `.program` / `.text` refer to the full document (lines outside unchanged).
@@ -141,3 +142,17 @@ class EditEngine:
                               gen_drafter=request.gen_drafter or self._gen_drafter)
             result.stats.wall_ms = (time.perf_counter() - start) * 1000.0
             return result
+
+    def warm(self, document: str, strategy: str = "cad", *, cancel: threading.Event | None = None):
+        """Prefill the part of ``document``'s prompt that comes before any instruction, so its next
+        edit with ``strategy`` starts warm (``engine.warmup``). Never loads the model: before
+        ``load()`` (or the first edit) it is skipped. Returns an ``engine.warmup.WarmResult``."""
+        from engine.warmup import WarmResult, warm_document
+
+        get_strategy(strategy)
+        if not isinstance(document, str):
+            raise InvalidRequestError(f"document must be a str, got {type(document).__name__}")
+        if self._loaded is None:
+            return WarmResult("skipped", reason="the model is not loaded yet")
+        with self._edit_lock:
+            return warm_document(self._loaded, document, strategy, cancel=cancel)

@@ -23,6 +23,8 @@ Two optional capabilities beyond ``engine.backends.base.Session`` (callers test 
 * ``record_hidden(layer, site)`` / ``hidden_row(position)``: keep one decoder layer's hidden state per
   cached position (``engine.backends.hidden``; the copy-intent probe of ``engine.drafters.switchsd``).
   Off by default: forwards of a runner that does not record run no hook.
+* ``prefill(ids, chunk)``: bring an empty session to ``ids`` in chunked forwards and keep them in the
+  prefix cache (``engine.warmup``: the document's prompt computed before the instruction is known).
 """
 from __future__ import annotations
 
@@ -208,6 +210,32 @@ class KVRunner:
         self.ids = list(ids[:hit.length])
         self.log.tokens_reused += hit.length
         return ids[hit.length:]
+
+    @torch.inference_mode()
+    def prefill(self, ids: list[int], *, chunk: int = 512) -> int:
+        """Bring an empty session to exactly ``ids`` and keep them in the prefix cache; returns the
+        positions computed (the rest came from the cache). Forwards of at most ``chunk`` tokens, each
+        stored when done, so a cancel (checked before every forward) keeps what was computed."""
+        if self.ids:
+            raise ValueError("prefill() starts from an empty session")
+        if self.prefix_cache is None:
+            raise ValueError("prefill() needs a prefix cache to keep what it computes")
+        if chunk < 1:
+            raise ValueError("chunk must be positive")
+        from transformers import DynamicCache
+
+        hit = self.prefix_cache.lookup(ids, limit=len(ids))
+        if hit is not None:
+            self.cache = DynamicCache(hit.layers)
+            self.ids = list(ids[:hit.length])
+            self.log.tokens_reused += hit.length
+        computed = 0
+        while self.length < len(ids):
+            part = ids[self.length:self.length + chunk]
+            self.feed(part)  # an empty session's first feed looks the cache up again (a miss) and stores
+            computed += len(part)
+            self.prefix_cache.store(self.ids, [(layer.keys, layer.values) for layer in self.cache.layers])
+        return computed
 
     def crop(self, length: int) -> None:
         """Drop cached tokens past `length` (no forward)."""

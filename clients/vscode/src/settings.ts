@@ -14,6 +14,7 @@ export interface CadSettings {
   strategy: string;
   genDrafter: string;
   snippetMerge: boolean;
+  warmOnIdle: boolean;
   maxNewTokens: number | 'auto';
   resolverMode: string;
   applyTruncated: boolean;
@@ -36,6 +37,7 @@ export function cadSettings(): CadSettings {
     strategy: c.get<string>('strategy', 'cad'),
     genDrafter: c.get<string>('genDrafter', 'replaced-lines'),
     snippetMerge: c.get<boolean>('snippetMerge', true),
+    warmOnIdle: c.get<boolean>('warmOnIdle', true),
     maxNewTokens: typeof budget === 'number' && budget >= 1 ? Math.floor(budget) : 'auto',
     resolverMode: c.get<string>('resolverMode', 'clipped'),
     applyTruncated: c.get<boolean>('applyTruncated', false),
