@@ -145,7 +145,8 @@ class EditEngine:
 
     def warm(self, document: str, strategy: str = "cad", *, cancel: threading.Event | None = None):
         """Prefill the part of ``document``'s prompt that comes before any instruction, so its next
-        edit with ``strategy`` starts warm (``engine.warmup``). Never loads the model: before
+        edit with ``strategy`` starts warm (``engine.warmup``): in the in-process prefix cache, or, for a
+        URL model, in the serving engine's (one one-token request). Never loads the model: before
         ``load()`` (or the first edit) it is skipped. Returns an ``engine.warmup.WarmResult``."""
         from engine.warmup import WarmResult, warm_document
 

@@ -2,8 +2,9 @@
 
 Every prompt shows the document before the instruction (``engine.prompt``), so the part of the
 prompt up to the instruction depends on the document and the strategy only. ``warm_document``
-computes its KV in chunked forwards and keeps it in the model's prefix cache
-(``engine.backends.prefix_cache``); an edit of the same text afterwards prefills only its
+computes its KV ahead (the backend's ``warm_prefix``: chunked forwards into the in-process prefix
+cache, ``engine.backends.prefix_cache``, or one one-token request to a serving engine, whose own
+prefix cache keeps it); an edit of the same text afterwards prefills only its
 instruction (and an edit of a changed text reuses everything up to the first changed line).
 Editors call this when a document has been left alone for a moment (``cad_lsp.warmup``): the
 prefill, most of a cold edit's time on a long document on CPU, is then paid while the user reads.
@@ -22,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from engine.errors import EditCancelled
+from engine.errors import EngineError
 from engine.strategies import get_strategy
 
 __all__ = ["WarmResult", "instruction_free_prefix", "warm_document", "WARM_CHUNK_TOKENS"]
@@ -34,7 +35,7 @@ _CHARS_PER_TOKEN_MAX = 16   # a document longer than this many characters per ca
 
 @dataclass
 class WarmResult:
-    """What a warm-up did: ``status`` is "warm", "cancelled" or "skipped" (``reason`` says why)."""
+    """What a warm-up did: ``status`` is "warm", "cancelled", "skipped" or "failed" (``reason`` says why)."""
 
     status: str
     prompt_tokens: int = 0   # ids of the instruction-free prefix
@@ -44,8 +45,8 @@ class WarmResult:
     reason: str = ""
 
     def describe(self) -> str:
-        if self.status == "skipped":
-            return f"warm-up skipped: {self.reason}"
+        if self.status in ("skipped", "failed"):
+            return f"warm-up {self.status}: {self.reason}"
         done = f"{self.reused + self.computed}/{self.prompt_tokens} prompt tokens cached"
         return (f"warm-up {self.status}: {done} ({self.computed} computed, {self.reused} reused) "
                 f"in {self.seconds:.2f} s")
@@ -74,38 +75,36 @@ def instruction_free_prefix(loaded, document: str, strategy: str = "cad") -> lis
 
 def warm_document(loaded, document: str, strategy: str = "cad", *, cancel: threading.Event | None = None,
                   chunk_tokens: int = WARM_CHUNK_TOKENS) -> WarmResult:
-    """Prefill the instruction-free prompt of ``document`` into ``loaded``'s prefix cache (module doc).
+    """Prefill the instruction-free prompt of ``document`` where ``loaded``'s next edit will find it
+    (module doc): the in-process model's prefix cache, or a serving engine's (``Backend.warm_prefix``).
 
-    Skips (never raises for it) when the model keeps no prefix cache (a remote engine, or the cache
-    turned off), or when the prompt could not be kept or edited whole (longer than the cache holds, or
-    than the context window with a copy of the document). A set ``cancel`` stops it between forwards;
-    what was computed by then stays cached."""
+    Skips (never raises for it) when the backend keeps no prefix (the in-process cache turned off),
+    or when the prompt could not be kept or edited whole (longer than the backend keeps, or than the
+    context window with a copy of the document). A set ``cancel`` stops it between forwards; what was
+    computed by then stays cached. A serving engine's error is reported as status "failed"."""
     start = time.perf_counter()
-    cache = getattr(loaded, "prefix_cache", None)
-    if cache is None or not hasattr(loaded, "session"):
+    capacity = int(getattr(loaded, "warm_capacity", 0) or 0)
+    if not capacity or not hasattr(loaded, "warm_prefix"):
         return WarmResult("skipped", reason="this model keeps no prefix cache")
-    if len(document) > cache.max_tokens * _CHARS_PER_TOKEN_MAX:
+    if len(document) > capacity * _CHARS_PER_TOKEN_MAX:
         return WarmResult("skipped", reason=f"the document ({len(document)} characters) is longer than the "
-                                            f"prefix cache holds ({cache.max_tokens} tokens)")
+                                            f"model keeps ({capacity} prompt tokens)")
     try:
         document.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: the edit itself refuses such text with a clear error
         return WarmResult("skipped", reason="the document is not valid Unicode")
     ids = instruction_free_prefix(loaded, document, strategy)
-    doc_tokens = len(loaded.tokenizer.encode(document, add_special_tokens=False))
-    if len(ids) > cache.max_tokens:
+    if len(ids) > capacity:
         return WarmResult("skipped", prompt_tokens=len(ids),
-                          reason=f"its prompt ({len(ids)} tokens) is longer than the prefix cache holds "
-                                 f"({cache.max_tokens} tokens)")
+                          reason=f"its prompt ({len(ids)} tokens) is longer than the model keeps ({capacity} tokens)")
+    doc_tokens = len(loaded.tokenizer.encode(document, add_special_tokens=False))
     if len(ids) + doc_tokens > int(loaded.context_length):
         return WarmResult("skipped", prompt_tokens=len(ids),
                           reason="the document does not fit the context window whole (edit a line range)")
-    session = loaded.session(cancel=cancel)
-    status = "warm"
     try:
-        session.prefill(ids, chunk=chunk_tokens)
-    except EditCancelled:
-        status = "cancelled"
-    reused = session.log.tokens_reused
-    return WarmResult(status, prompt_tokens=len(ids), reused=reused, computed=session.length - reused,
-                      seconds=time.perf_counter() - start)
+        done = loaded.warm_prefix(ids, cancel=cancel, chunk=chunk_tokens)
+    except EngineError as exc:  # a serving engine down or refusing: the edit will say so itself
+        return WarmResult("failed", prompt_tokens=len(ids), seconds=time.perf_counter() - start,
+                          reason=f"{type(exc).__name__}: {exc}")
+    return WarmResult("cancelled" if done.cancelled else "warm", prompt_tokens=len(ids), reused=done.reused,
+                      computed=done.computed, seconds=time.perf_counter() - start)

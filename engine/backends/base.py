@@ -15,6 +15,12 @@ candidate is verified), and ``record_hidden(layer, site)`` / ``hidden_row(positi
 hidden state per cached position (the copy-intent probe of ``engine.drafters.switchsd``; without it
 that drafter gates on context matches alone). The in-process HF session (``engine.backends.kv``) has both.
 
+Optional backend capability: ``warm_prefix(ids, *, cancel, chunk) -> Prefilled`` computes a prompt's
+beginning ahead of an edit and keeps it where the backend's next session of those ids will find it
+(``engine.warmup``), with ``warm_capacity`` the most ids it can keep (0: it keeps none). The in-process
+model keeps them in its prefix cache (``engine.backends.kv.warm_prefix``); a remote backend sends a
+one-token completion, so the serving engine's own prefix cache holds them.
+
 Observing forwards (benchmarks, tests): append a ``ForwardObserver`` to ``backend.observers``; every
 session calls it after each forward with the ids fed and the forward's wall time in ms (device
 work finished), instead of anyone patching the session class.
@@ -22,10 +28,20 @@ work finished), instead of anyone patching the session class.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, runtime_checkable
 
 # observer(ids fed in this forward, wall ms of the forward)
 ForwardObserver = Callable[[list, float], None]
+
+
+@dataclass
+class Prefilled:
+    """What ``warm_prefix`` did: positions found cached, positions computed, whether a cancel stopped it."""
+
+    reused: int
+    computed: int
+    cancelled: bool = False
 
 
 @runtime_checkable

@@ -246,3 +246,18 @@ class KVRunner:
             del self.ids[length:]
         if self.hidden is not None:
             self.hidden.crop(length)
+
+
+def warm_prefix(backend, ids: list[int], *, cancel: threading.Event | None = None, chunk: int = 256):
+    """``Backend.warm_prefix`` of the in-process model: ``KVRunner.prefill`` into its prefix cache;
+    returns an ``engine.backends.base.Prefilled`` (a cancel keeps the chunks computed before it)."""
+    from engine.backends.base import Prefilled
+
+    session = backend.session(cancel=cancel)
+    cancelled = False
+    try:
+        session.prefill(ids, chunk=chunk)
+    except EditCancelled:
+        cancelled = True
+    reused = session.log.tokens_reused
+    return Prefilled(reused=reused, computed=session.length - reused, cancelled=cancelled)

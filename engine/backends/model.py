@@ -54,6 +54,17 @@ class LoadedModel:
 
         return KVRunner(self.model, cancel=cancel, observers=self.observers, prefix_cache=self.prefix_cache)
 
+    @property
+    def warm_capacity(self) -> int:
+        """Most prompt ids ``warm_prefix`` can keep (the prefix cache's bound; 0 without a cache)."""
+        return 0 if self.prefix_cache is None else int(self.prefix_cache.max_tokens)
+
+    def warm_prefix(self, ids, *, cancel=None, chunk: int = 256):
+        """Prefill ``ids`` into the prefix cache (``engine.backends.base``: optional capability)."""
+        from engine.backends.kv import warm_prefix
+
+        return warm_prefix(self, ids, cancel=cancel, chunk=chunk)
+
 
 # --------------------------------------------------------------------------- spec resolution
 

@@ -36,6 +36,25 @@ class RemoteBackend:
     def context_length(self) -> int:
         return self.server.context_length
 
+    @property
+    def warm_capacity(self) -> int:
+        """Most prompt ids ``warm_prefix`` can hand the server: its context."""
+        return self.server.context_length
+
+    def warm_prefix(self, ids, *, cancel=None, chunk: int = 256):
+        """One one-token completion of ``ids``: the serving engine keeps their KV in its own prefix cache
+        (llama.cpp ``cache_prompt``, vLLM automatic prefix caching), so the edit's first request of this
+        document finds them (``engine.backends.base``: optional capability; ``chunk`` is not used)."""
+        from engine.backends.base import Prefilled
+        from engine.errors import EditCancelled
+
+        try:
+            done = self.server.complete(ids, max_tokens=1, cancel=cancel)
+        except EditCancelled:
+            return Prefilled(reused=0, computed=0, cancelled=True)
+        cached = min(len(ids), int(done.cached_tokens or 0))
+        return Prefilled(reused=cached, computed=len(ids) - cached)
+
     def session(self, *, cancel=None):
         raise NotImplementedError("a remote backend has no KV session: it decodes one request per op "
                                   "(engine.remote.cad)")

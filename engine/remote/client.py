@@ -155,7 +155,9 @@ class Server:
             return Completion(text=a["content"], token_ids=[int(t) for t in a.get("tokens") or []] or None,
                               finish=finish, stop_string=word, prompt_tokens=int(a.get("tokens_evaluated", 0)),
                               completion_tokens=int(a.get("tokens_predicted", 0)),
-                              cached_tokens=a.get("tokens_cached", timings.get("cache_n")))
+                              # timings.cache_n: prompt tokens reused from the slot's cache (tokens_cached
+                              # is the slot's whole cache after the request, prompt + prediction)
+                              cached_tokens=timings.get("cache_n", a.get("tokens_cached")))
         choice = a["choices"][0]
         usage = a.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}

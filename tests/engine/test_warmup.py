@@ -83,7 +83,7 @@ def test_skipped_without_a_prefix_cache_or_when_the_prompt_cannot_be_kept(tiny_m
     assert warm_document(tiny_model, DOC).status == "skipped"  # the tiny model keeps no cache
     small = _cached(tiny_model, max_tokens=40)
     result = warm_document(small, DOC)
-    assert result.status == "skipped" and "longer than the prefix cache" in result.reason
+    assert result.status == "skipped" and "longer than the model keeps" in result.reason
     assert small.prefix_cache.tokens == 0
     huge = warm_document(small, "x" * 10_000)
     assert huge.status == "skipped" and "characters" in huge.reason

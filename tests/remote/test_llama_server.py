@@ -123,3 +123,22 @@ def test_cancel_aborts_the_in_flight_request(engine):
     assert time.monotonic() - t0 < 5.0
     # the server is still usable afterwards
     assert engine.model.server.complete([1, 2, 3], max_tokens=1).finish in ("stop", "length")
+
+
+def test_warm_up_leaves_the_prompt_in_the_servers_cache(engine):
+    """EditEngine.warm on a URL model: one one-token request; the edit's first request then finds the
+    document's prompt in llama.cpp's slot cache and evaluates only what follows it."""
+    from engine.warmup import instruction_free_prefix
+
+    doc = "".join(f"def g{i}(x):\n    return x * {i}\n\n" for i in range(25))
+    prefix = instruction_free_prefix(engine.model, doc, "cad")
+    server = engine.model.server
+    before = server.requests
+    result = engine.warm(doc, "cad")
+    assert result.status == "warm" and result.prompt_tokens == len(prefix) and server.requests == before + 1
+    prompt = render_prompt(doc, "Fix g3.", engine.model.tokenizer, profile=engine.model.prompt_profile).ids
+    assert prompt[:len(prefix)] == prefix
+    done = server.complete(prompt, max_tokens=1)
+    assert done.cached_tokens >= len(prefix) - 1  # llama.cpp re-evaluates at most the last cached token
+    again = engine.warm(doc, "cad")
+    assert again.status == "warm" and again.reused >= len(prefix) - 1
