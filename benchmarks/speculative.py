@@ -199,9 +199,9 @@ def render_md(rows_: list[dict], report: dict) -> str:
     lines = [f"## Lossless decoding strategies: {cfg['model']} on {cfg['device']} {cfg['dtype']}, "
              f"{cfg['threads']} threads\n",
              f"Measured {report['environment']['time_utc']}; load average (1/5/15 min) at start "
-             f"{load['start']}, at end {load['end']}. The machine has {os.cpu_count()} cores and was shared "
-             "with other processes (a training run), so wall figures are contended; forwards, acceptance "
-             "and trigger rate are not.\n",
+             f"{load['start']}, at end {load['end']} on {os.cpu_count()} cores: a load above the torch "
+             "threads means other processes shared the machine and wall figures are contended; forwards, "
+             "acceptance and trigger rate are not.\n",
              *[f"- run: {_run_line(c)}" for c in cfg.get("runs", [cfg])], "",
              markdown_table(rows_, COLUMNS), "",
              f"Lossless mismatches: {len(report['mismatches'])} of {report['checked']} checked records "

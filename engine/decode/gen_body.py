@@ -36,10 +36,22 @@ class GenBodies:
     def _gen(self) -> None:
         start = len(self.out)
         attach_session(self.drafter, self.runner)
-        begin_gen(self.drafter, self._replaced_ids)
+        if self._ahead is None:  # else the speculative forward that opened this gen began it
+            begin_gen(self.drafter, self._replaced_ids)
         line_ended = False  # the model left the last draft with a token ending a line: the gen likely ends
         while True:
             body = self.out[start:]
+            if self._ahead is not None:
+                pos0, draft = len(self.out), self._ahead[1]
+                new = self._ahead_round()
+                line_ended = len(new) <= len(draft) and decode(self.tok, new[-1:]).endswith("\n")
+                loop = self._runaway(start, pos0, len(new))
+                if self._detect(start, pos0, new if loop is None else new[:loop + 1]):
+                    return
+                if loop is not None:
+                    self._stop_repeating(start, pos0, loop)
+                    return
+                continue
             if self._spent() >= self.max_new or self._room() <= 2:
                 self._op().kind = "Gen"
                 self.fsm.truncate(decode(self.tok, body))
@@ -68,19 +80,41 @@ class GenBodies:
             if self._detect(start, pos0, new if loop is None else new[:loop + 1]):
                 return
             if loop is not None:
-                dropped, _ = self._rewind(self.out[:pos0 + loop + 1])
-                self._count(-dropped, "decoded")
-                self._op().kind = "Gen"
-                self.fsm.truncate(decode(self.tok, self.out[start:]))
-                self.stats.truncated = self.stats.repeating = True
+                self._stop_repeating(start, pos0, loop)
                 return
 
-    def _replaced_ids(self) -> list[int]:
+    def _stop_repeating(self, start: int, pos0: int, loop: int) -> None:
+        """Keep the gen up to where it started repeating itself and end the program truncated."""
+        dropped, _ = self._rewind(self.out[:pos0 + loop + 1])
+        self._count(-dropped, "decoded")
+        self._op().kind = "Gen"
+        self.fsm.truncate(decode(self.tok, self.out[start:]))
+        self.stats.truncated = self.stats.repeating = True
+
+    def _ahead_round(self) -> list[int]:
+        """The gen's first round, whose draft rode with ``<gen>`` in the speculative forward that opened
+        the gen (``ProgramDecoder._speculate``): its rows are already computed, so no forward here."""
+        rows, draft, base = self._ahead
+        self._ahead = None
+        self.stats.draft_tokens += len(draft)
+        pos0 = len(self.out)  # rows[i] predicts output position pos0 + i
+        self._rows = (pos0, rows)
+        accepted, bonus = accept_prefix(rows, draft, lambda k, row: self.chooser.choose(row, None, pos0 + k))
+        self.runner.crop(base + len(accepted))
+        self.drafter.update(len(accepted))
+        self.stats.draft_accepted += len(accepted)
+        self._commit(accepted, "decoded", fed=True)
+        self._commit([bonus], "decoded")
+        return accepted + [bonus]
+
+    def _replaced_ids(self, ops=None) -> list[int]:
         """The ids of this gen's body if it kept the document text after the last copy unchanged
         (line mode: those lines framed like a gen body, ``"\n" + lines + "\n"``; token mode: the
-        document's own ids); [] when the last copy reached the document's end."""
+        document's own ids); [] when the last copy reached the document's end. ``ops``: the program so
+        far (default: the live FSM's)."""
         kind = CopyTokens if self.token_level else CopyLines
-        end = next((op.end for op in reversed(self.fsm.ops) if isinstance(op, kind)), None)
+        ops = self.fsm.ops if ops is None else ops
+        end = next((op.end for op in reversed(ops) if isinstance(op, kind)), None)
         if self.token_level:
             first = 0 if end is None else end + 1
             return list(self.view.token_ids[first:first + REPLACED_TOKENS])

@@ -20,6 +20,9 @@ Forward schedule (what the speed is won on):
   (``engine.decode.headers``) are fed together with the pending ids in one forward; the longest prefix
   equal to the model's own masked greedy choices is kept, the rest is cropped. Lossless. A guessed
   copy's payload is fed with it only when short (``guess_payload_cap``, ``GUESS_PAYLOAD_CAP``).
+  A guess that opens a gen also carries the gen's first draft when the drafter can draft ahead
+  (``drafts_ahead``, e.g. the replaced lines): the forward that verifies ``<gen>`` verifies the
+  body's first round too (``GenBodies._ahead_round``), one forward less per gen.
 * Gen bodies: free greedy decoding; ``drafter`` (a name from the drafter registry ``engine.drafters``,
   built with the document's token ids, or a ``DraftProposer``) may propose drafts, verified in one
   forward (longest greedy-matching prefix + bonus token).
@@ -55,6 +58,7 @@ from engine.decode.headers import GEN_OPEN_GUESS, guess_next_ops
 from engine.decode.types import DecodeResult, DecodeStats, OpRecord
 from engine.decode.verify import accept_prefix
 from engine.drafters import make_proposer
+from engine.drafters.base import begin_gen, drafts_ahead, propose_candidates
 from engine.errors import ForcedProgramError
 from engine.guide.fsm import DONE, GEN_BODY, ProgramFSM
 from engine.guide.tokens import op_token_ids, op_token_parts, token_table
@@ -119,6 +123,7 @@ class ProgramDecoder(GenBodies):
         self.records: list[OpRecord] = []
         self._tick = time.perf_counter()
         self._rows: tuple[int, list] | None = None  # last verify forward: (out position of row 0, rows)
+        self._ahead: tuple[list, list[int], int] | None = None  # a gen's first draft fed with <gen>: (rows, draft, cache base)
 
     # ---- accounting ---------------------------------------------------------------------------
     def _op(self) -> OpRecord:
@@ -280,12 +285,40 @@ class ProgramDecoder(GenBodies):
         guess = self._guess_ids()
         if not guess:
             return False
+        ahead = self._draft_ahead(guess)
         self._ensure_pending()
         base, npend = self.runner.length, len(self.pending)
-        logits = self._feed(self.pending + guess, keep=len(guess) + 1)
+        logits = self._feed(self.pending + guess + ahead, keep=len(guess) + len(ahead) + 1)
         self.pending = []
-        self._verify_guess(list(logits), guess, base + npend)
+        rows = list(logits)
+        self._verify_guess(rows[:len(guess) + 1], guess, base + npend)
+        if ahead:  # a rejected guess token cropped the draft with it; else the gen's first round is verified
+            opened = base + npend + len(guess)
+            if self.runner.length == opened + len(ahead) and self.fsm.state == GEN_BODY:
+                self._ahead, self.ready = (rows[len(guess):], ahead, opened), None
+            else:
+                if self.runner.length > opened:  # pragma: no cover - a kept guess ends in the gen body
+                    self.runner.crop(opened)
+                self.drafter.update(0)
         return True
+
+    def _draft_ahead(self, guess: list[int]) -> list[int]:
+        """The first draft of the gen ``guess`` opens ([] when it opens none, or the drafter cannot
+        draft before the forward: ``engine.drafters.base.drafts_ahead``)."""
+        if not self.ride or not drafts_ahead(self.drafter):
+            return []
+        clone = self.fsm.clone()
+        for t in guess:
+            clone.step()
+            clone.advance(t)
+        if clone.state != GEN_BODY:
+            return []
+        room = min(self.max_new - self._spent() - len(guess) - 1, self._room() - len(guess) - 3)
+        if room <= 0:
+            return []
+        begin_gen(self.drafter, lambda: self._replaced_ids(clone.ops))
+        drafts = propose_candidates(self.drafter, self.prompt_ids + self.out + guess, [], 1)
+        return drafts[0][:room] if drafts else []
 
     def _verify_guess(self, rows: list, guess: list[int], fed_base: int) -> None:
         """Walk the FSM over a fed guess: keep the prefix equal to the model's masked choices.

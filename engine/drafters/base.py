@@ -29,6 +29,9 @@ helpers ``propose_candidates`` and ``attach_session``, which supply the defaults
             # the program decoder opens a gen: `replaced_ids` are the ids the gen body would have if
             # it kept the document lines after the last copy unchanged (engine.drafters.replaced
             # drafts from them). Default: nothing.
+        drafts_ahead = True   # (class attribute) its draft depends on ids only, so the program decoder
+            # may ask for a gen's first draft before the forward that opens the gen and verify both
+            # in that forward (`drafts_ahead(proposer)`). Default: False.
 
 `pending_ids` are committed tokens whose KV entries are not in the cache yet (at least the last
 committed token: its logits predict the next one). They ride along in the verify forward.
@@ -72,6 +75,14 @@ def propose_candidates(proposer, context_ids: list[int], generated: list[int], l
     drafts = many(context_ids, generated, limit) if many is not None and limit > 1 else \
         [proposer.propose(context_ids, generated)]
     return [list(d) for d in drafts if d][:max(1, limit)]
+
+
+def drafts_ahead(proposer) -> bool:
+    """Whether the proposer may be asked for a gen's first draft BEFORE the forward that opens the gen
+    (the program decoder then verifies ``<gen>`` and that draft in one forward). A drafter says so
+    with a class attribute ``drafts_ahead = True``: its draft must depend on the ids it is given and
+    its own state only (no session it reads, no screening, one candidate)."""
+    return bool(getattr(proposer, "drafts_ahead", False))
 
 
 def begin_gen(proposer, replaced_ids: Callable[[], list[int]]) -> None:

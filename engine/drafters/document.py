@@ -17,6 +17,8 @@ from engine.drafters.pld import find_ngram
 class DocumentDraftProposer:
     """Drafts from `document_ids` (the expected output if nothing changed), with re-anchoring."""
 
+    drafts_ahead = True  # its draft depends on ids only: a gen's first draft may ride with <gen> (engine.drafters.base)
+
     def __init__(self, document_ids: list[int], window: int = 32, max_ngram: int = 4, min_ngram: int = 2,
                  probe: int | None = None):
         if window < 1 or min_ngram < 1 or max_ngram < min_ngram or (probe is not None and probe < 1):

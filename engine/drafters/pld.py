@@ -36,6 +36,8 @@ def find_ngram(haystack: list[int], needle: list[int], *, end: int | None = None
 class PromptLookupProposer:
     """Proposes the continuation of the latest n-gram's earlier occurrence in prompt + output."""
 
+    drafts_ahead = True  # its draft depends on ids only: a gen's first draft may ride with <gen> (engine.drafters.base)
+
     def __init__(self, window: int = 16, max_ngram: int = 3, min_ngram: int = 1):
         if window < 1 or min_ngram < 1 or max_ngram < min_ngram:
             raise ValueError(f"bad PLD options window={window} ngram={min_ngram}..{max_ngram}")

@@ -30,6 +30,8 @@ from engine.drafters.pld import PromptLookupProposer, find_ngram
 class ReplacedLinesProposer:
     """Drafts a gen body from the document text it replaces, else by prompt lookup."""
 
+    drafts_ahead = True  # its draft depends on ids only: a gen's first draft may ride with <gen> (engine.drafters.base)
+
     def __init__(self, document_ids: list[int], window: int = 16, max_ngram: int = 4, min_ngram: int = 2,
                  anchor_ngram: int = 3, tail: int = 24):
         if window < 1 or min_ngram < 1 or max_ngram < min_ngram or anchor_ngram < 1 or tail < anchor_ngram:
