@@ -41,15 +41,11 @@ class GenBodies:
         line_ended = False  # the model left the last draft with a token ending a line: the gen likely ends
         while True:
             body = self.out[start:]
-            if self._ahead is not None:
-                pos0, draft = len(self.out), self._ahead[1]
+            if self._ahead is not None:  # the first round was verified with <gen> (no forward here)
+                pos0, drafted = len(self.out), len(self._ahead[1])
                 new = self._ahead_round()
-                line_ended = len(new) <= len(draft) and decode(self.tok, new[-1:]).endswith("\n")
-                loop = self._runaway(start, pos0, len(new))
-                if self._detect(start, pos0, new if loop is None else new[:loop + 1]):
-                    return
-                if loop is not None:
-                    self._stop_repeating(start, pos0, loop)
+                line_ended = len(new) <= drafted and decode(self.tok, new[-1:]).endswith("\n")
+                if self._round_ends_gen(start, pos0, new):
                     return
                 continue
             if self._spent() >= self.max_new or self._room() <= 2:
@@ -76,20 +72,23 @@ class GenBodies:
             new = self._gen_round(draft) if len(drafts) <= 1 else self._gen_candidates(drafts)
             line_ended = bool(draft) and len(new) <= max(map(len, drafts or [draft])) and \
                 decode(self.tok, new[-1:]).endswith("\n")
-            loop = self._runaway(start, pos0, len(new))
-            if self._detect(start, pos0, new if loop is None else new[:loop + 1]):
-                return
-            if loop is not None:
-                self._stop_repeating(start, pos0, loop)
+            if self._round_ends_gen(start, pos0, new):
                 return
 
-    def _stop_repeating(self, start: int, pos0: int, loop: int) -> None:
-        """Keep the gen up to where it started repeating itself and end the program truncated."""
+    def _round_ends_gen(self, start: int, pos0: int, new: list[int]) -> bool:
+        """After a round committed ``new`` at ``pos0``: end the gen at ``</gen>`` or EOS, or stop it where
+        it started repeating itself (the program then ends truncated). True when the gen is over."""
+        loop = self._runaway(start, pos0, len(new))
+        if self._detect(start, pos0, new if loop is None else new[:loop + 1]):
+            return True
+        if loop is None:
+            return False
         dropped, _ = self._rewind(self.out[:pos0 + loop + 1])
         self._count(-dropped, "decoded")
         self._op().kind = "Gen"
         self.fsm.truncate(decode(self.tok, self.out[start:]))
         self.stats.truncated = self.stats.repeating = True
+        return True
 
     def _ahead_round(self) -> list[int]:
         """The gen's first round, whose draft rode with ``<gen>`` in the speculative forward that opened
