@@ -271,7 +271,8 @@ def _log_stats(ls: Any, command: str, uri: str, stats: dict, outcome: str) -> No
     if stats.get("planner") == SNIPPET_MERGE:   # nothing decoded: no speedup to speak of
         cost = _MERGED
     else:
-        cost = (f"{stats.get('copied_tokens')} tokens copied, {stats.get('decoded_tokens')} generated, "
+        cost = (f"prompt {stats.get('prompt_tokens')} tokens ({stats.get('prompt_reused', 0)} cached), "
+                f"{stats.get('copied_tokens')} tokens copied, {stats.get('decoded_tokens')} generated, "
                 f"speedup ~{stats.get('speedup_estimate', 1.0):.2f}x")
     ls.log(f"{command} {uri}: {stats['server_ms']:.0f} ms (engine {stats['engine_ms'] or 0:.0f} ms, "
            f"queued {stats['queue_ms']:.0f} ms), {cost}; {outcome}")

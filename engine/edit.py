@@ -157,6 +157,7 @@ def run_scoped(tokenizer, request, line_range, run) -> EditResult:
         prompt_tokens=stats.prompt_tokens, wall_ms=0.0, per_op=list(stats.per_op),
         truncated=bool(stats.truncated), speedup_estimate=output_tokens / max(1, stats.forwards),
         budget=request.max_new_tokens, planner="model" if merged is None else SNIPPET_MERGE,
+        prompt_reused=stats.prompt_reused,
     )
     return EditResult(program=tuple(program), text=text, stats=edit_stats, warnings=warnings)
 

@@ -39,6 +39,7 @@ class DecodeStats:
     """Counters of one decode (program decoder, generation or regeneration alike)."""
 
     prompt_tokens: int = 0
+    prompt_reused: int = 0      # of those, positions the session found in the prefix cache (a warm edit)
     decoded_tokens: int = 0     # chosen by the model (greedy, masked or verified from a gen-body draft)
     copied_tokens: int = 0      # program: spliced document tokens; regeneration: accepted draft tokens
     forced_tokens: int = 0      # grammar literals, or forced mode's target tokens
@@ -74,3 +75,8 @@ class DecodeResult:
     stats: DecodeStats
     output_ids: list[int]
     resolve_error: str | None = None
+
+
+def reused_positions(session) -> int:
+    """Prompt positions ``session`` took from the prefix cache (0 for a session that keeps no log)."""
+    return int(getattr(getattr(session, "log", None), "tokens_reused", 0) or 0)

@@ -98,5 +98,10 @@ def test_the_engine_never_loads_the_model_to_warm(tiny_model):
     cold = EditEngine(tiny_model).edit(EditRequest(DOC, "Fix f2.", max_new_tokens=12))
     warm = engine.edit(EditRequest(DOC, "Fix f2.", max_new_tokens=12))
     assert warm.program == cold.program and warm.text == cold.text
+    assert warm.stats.prompt_reused == len(instruction_free_prefix(tiny_model, DOC, "cad"))
+    assert cold.stats.prompt_reused == 0
+    assert engine.warm(DOC, "spec-edit").status == "warm"
+    regen = engine.edit(EditRequest(DOC, "Fix f2.", strategy="spec-edit", max_new_tokens=12))
+    assert regen.stats.prompt_reused == len(instruction_free_prefix(tiny_model, DOC, "spec-edit"))
     with pytest.raises(Exception, match="unknown strategy"):
         engine.warm(DOC, "no-such-strategy")
