@@ -119,8 +119,10 @@ class RawClient:
             return [m for m in self.messages if m.get("method") == method and "id" in m]
 
     def stderr(self) -> str:
-        self._stderr.seek(0)
-        return self._stderr.read().decode("utf-8", "replace")
+        # pread, not seek + read: the server shares this file's offset, and a seek back to 0 would
+        # make its next write overwrite what it logged before.
+        fd = self._stderr.fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", "replace")
 
     # -- LSP helpers --------------------------------------------------------------------------
     def initialize(self, root: Path | None = None, caps: dict | None = None, options: dict | None = None) -> dict:
