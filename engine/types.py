@@ -45,7 +45,8 @@ class Progress:
 
 @dataclass
 class EditStats:
-    """What the edit cost. `speedup_estimate` = estimated regen forwards / actual forwards."""
+    """What the edit cost. `speedup_estimate` = estimated regen forwards / actual forwards (1.0 when
+    nothing was decoded: a snippet merge claims no speedup)."""
 
     decoded_tokens: int
     copied_tokens: int

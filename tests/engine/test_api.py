@@ -148,6 +148,7 @@ def test_pasted_snippet_is_merged_without_decoding(tiny_engine, line_range):
     result = tiny_engine.edit(EditRequest(DOC, SNIPPET, line_range=line_range))
     assert result.text == DOC.replace("line_5 = 5\n", "line_5 = 50\n")
     assert result.stats.planner == "snippet-merge" and result.stats.forwards == 0
+    assert result.stats.speedup_estimate == 1.0   # nothing decoded: no speedup claimed
     assert resolve(result.program, DOC, "strict").text == result.text
     assert [op for op in result.program if isinstance(op, Gen)] == [Gen("\nline_5 = 50\n")]
 
