@@ -151,11 +151,12 @@ def run_scoped(tokenizer, request, line_range, run) -> EditResult:
     else:
         text = sub_text
     output_tokens = len(tokenizer.encode(sub_text, add_special_tokens=False)) + 1
+    speedup = output_tokens / stats.forwards if stats.forwards else 1.0  # nothing decoded: none claimed
     edit_stats = EditStats(
         decoded_tokens=stats.decoded_tokens, copied_tokens=stats.copied_tokens,
         forced_tokens=stats.forced_tokens, forwards=stats.forwards, ops=len(program),
         prompt_tokens=stats.prompt_tokens, wall_ms=0.0, per_op=list(stats.per_op),
-        truncated=bool(stats.truncated), speedup_estimate=output_tokens / stats.forwards if stats.forwards else 1.0,
+        truncated=bool(stats.truncated), speedup_estimate=speedup,
         budget=request.max_new_tokens, planner="model" if merged is None else SNIPPET_MERGE,
         prompt_reused=stats.prompt_reused,
     )
