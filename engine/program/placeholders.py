@@ -32,7 +32,10 @@ from dataclasses import dataclass
 
 __all__ = ["LazyPlaceholder", "find_lazy_placeholders", "looks_like_placeholder", "refusal_message"]
 
-_COMMENT = re.compile(r"^(?:#+|//+|/\*+|\*+|--|;+|%+|<!--|'|rem\b)\s*(.*?)\s*(?:\*+/|-->)?\s*$", re.IGNORECASE)
+# Comment leaders: # // /* * -- ; % <!-- ' REM, OCaml/F#/Pascal (*, JSX {/*, Haskell {-, PowerShell <#,
+# and, followed by a space, Fortran !, batch ::, Vim " (a line with a second " is a string, not a comment).
+_COMMENT = re.compile(r"^(?:#+|//+|/\*+|\*+|--|;+|%+|<!--|'|@?rem\b|\(\*+|\{/\*+|\{-+|<#|(?:!+|::)(?=\s)"
+                      r"|\"(?=\s)(?=[^\"]*$))\s*(.*?)\s*(?:\*+/\}?|\*+\)|-+\}|#>|-->)?\s*$", re.IGNORECASE)
 _ELLIPSIS = re.compile(r"\.\s?\.\s?\.|…")
 _BARE = re.compile(r"^(?:\.\.\.|…|\[\s*(?:\.\.\.|…)\s*\]|\(\s*(?:\.\.\.|…)\s*\)|\{\s*(?:\.\.\.|…)\s*\})[;,]?$")
 _MISSING = {"rest", "remaining", "remainder", "existing", "unchanged", "omitted", "elided", "same", "previous",

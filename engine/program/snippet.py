@@ -34,7 +34,10 @@ without trailing whitespace (and ``\\r``).
      most like its first line (``_LONE_REACH``, ``_CLEAR``), else is no merge.
    * When the leading run matches at several places, the placement most like the segment wins; a
      tie is no merge.
-4. **Blank lines are layout**: a blank document line the snippet leaves out is kept.
+4. **Blank lines are layout**: a blank document line the snippet leaves out is kept, and a
+   segment's blank lines next to a placeholder are not anchors. Blank lines at the snippet's own
+   start or end are not anchors either, but the document must have a blank line (or nothing) there:
+   beside code they may mean that code is deleted, which is unclear (no merge).
 5. **A merge that changes nothing is no merge**: the pasted code may be what the instruction is
    about ("fix this: ..."), not its new version. ``None``, and the model decides.
 """
@@ -98,16 +101,41 @@ def _is_placeholder(line: str, known: set[str]) -> bool:
     return line.strip() not in known and looks_like_placeholder(line)
 
 
-def _segments(snippet: list[str], known: set[str]) -> list[list[str]]:
-    out, current = [], []
+class _Segment(NamedTuple):
+    """Snippet lines between placeholders, without blank lines at their edges (layout, rule 4)."""
+
+    lines: list[str]
+    blank_before: bool   # the snippet itself starts with blank lines before these ...
+    blank_after: bool    # ... or ends with blank lines after them: the document must agree (rule 4)
+
+
+def _segments(snippet: list[str], known: set[str]) -> list[_Segment]:
+    parts, current = [], []
     for line in snippet:
         if _is_placeholder(line, known):
-            out.append(current)
+            parts.append(current)
             current = []
         else:
             current.append(line.rstrip())
-    out.append(current)
-    return [seg for seg in out if any(line.strip() for line in seg)]
+    parts.append(current)
+    out = []
+    for k, part in enumerate(parts):
+        start, end = 0, len(part)
+        while start < end and not part[start].strip():
+            start += 1
+        while end > start and not part[end - 1].strip():
+            end -= 1
+        if start < end:
+            out.append(_Segment(part[start:end], k == 0 and start > 0, k == len(parts) - 1 and end < len(part)))
+    return out
+
+
+def _edges_agree(doc: list[str], seg: _Segment, a: int, end: int) -> bool:
+    """A blank line at the snippet's own start (end) says the document line above (below) the placed
+    segment is blank or absent; when it is code, the snippet may delete it: unclear, no merge."""
+    above_code = seg.blank_before and a > 0 and bool(doc[a - 1].strip())
+    below_code = seg.blank_after and end + 1 < len(doc) and bool(doc[end + 1].strip())
+    return not above_code and not below_code
 
 
 def _forward_run(doc: list[str], seg: list[str], a: int) -> int:
@@ -173,9 +201,10 @@ def _new_tail(doc: list[str], seg: list[str], a: int, lead: int) -> tuple[tuple,
 
 def _replaces(doc_line: str, new_line: str) -> bool | None:
     """Does a new line at a segment's edge replace this document line (True), go beside it (False),
-    or is that unclear (None)? See ``_SIMILAR`` / ``_UNLIKE``; blank lines are never replaced."""
+    or is that unclear (None)? See ``_SIMILAR`` / ``_UNLIKE``. A blank line facing a blank line is that
+    line (layout: the walk goes past it); a blank line facing code, or code facing a blank line, goes beside."""
     if not new_line.strip() or not doc_line.strip():
-        return False
+        return not new_line.strip() and not doc_line.strip()
     ratio = difflib.SequenceMatcher(None, doc_line, new_line).ratio()
     return True if ratio >= _SIMILAR else False if ratio < _UNLIKE else None
 
@@ -282,14 +311,17 @@ def _merge_block(document: _Document, snippet: list[str]) -> list[str] | None:
         return None                            # a pathological paste: not worth the server's time
     out, cursor = [], 0
     for seg in segments:
-        placed = _place(doc, seg, cursor)
+        placed = _place(doc, seg.lines, cursor)
         if placed is None:
             return None
         if placed == "skip":
             continue
         a, lead, end, trail = placed
+        if not _edges_agree(doc, seg, a, end):
+            return None
+        lines = seg.lines
         out.extend(raw[cursor:a + lead])
-        out.extend(_middle(raw, doc, a + lead, end + 1 - trail, seg[lead:len(seg) - trail], crlf))
+        out.extend(_middle(raw, doc, a + lead, end + 1 - trail, lines[lead:len(lines) - trail], crlf))
         out.extend(raw[end + 1 - trail:end + 1])
         cursor = end + 1
     out.extend(raw[cursor:])

@@ -118,6 +118,24 @@ def test_other_comment_syntaxes_are_placeholders():
     assert merge_snippet(lua, fenced(snippet, "lua")) == lua.replace("return a - b", "return a + b")
 
 
+@pytest.mark.parametrize("snippet", [
+    "def load(path):\n    with open(path) as fh:\n        data = fh.read().decode()\n\n\n# ... existing code ...",
+    "# ... existing code ...\n\n\ndef load(path):\n    with open(path) as fh:\n        data = fh.read().decode()\n"
+    "    return data\n\n\n# ... rest unchanged ...",
+])
+def test_blank_lines_beside_a_placeholder_are_layout_not_new_lines(snippet):
+    assert merge_snippet(PY, fenced(snippet, "python")) == PY.replace("fh.read()", "fh.read().decode()")
+
+
+def test_block_comment_placeholders_of_ml_languages_and_jsx():
+    ml = "let add a b =\n  a - b\n\nlet mul a b =\n  a * b\n"
+    snippet = "let add a b =\n  a + b\n\n(* ... existing code ... *)"
+    assert merge_snippet(ml, fenced(snippet, "ocaml")) == ml.replace("a - b", "a + b")
+    jsx = "function App() {\n  return (\n    <div>\n      <Header />\n      <p>old</p>\n    </div>\n  );\n}\n"
+    snippet = "    <div>\n      {/* ... existing code ... */}\n      <p>new</p>\n    </div>"
+    assert merge_snippet(jsx, fenced(snippet, "jsx")) == jsx.replace("<p>old</p>", "<p>new</p>")
+
+
 @pytest.mark.parametrize("instruction", [
     "Rename load to read_file.",                                              # prose: no snippet
     fenced("def load(path):\n    with open(path) as fh:"),                     # the code as it is: no change

@@ -10,10 +10,11 @@ import os
 import subprocess
 import sys
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.program.placeholders import find_lazy_placeholders
+from engine.program.placeholders import find_lazy_placeholders, looks_like_placeholder
 from clients.batch import EXIT_REFUSED
 from tests.lsp.raw_client import RawClient
 
@@ -61,6 +62,23 @@ def _uri(tmp_path, name="lazy.py"):
     path = tmp_path / name
     path.write_text(PY_DOC)
     return path.as_uri()
+
+
+@pytest.mark.parametrize("line", [
+    "(* ... existing code ... *)", "(* rest of the module unchanged *)",   # OCaml, F#, Pascal
+    "{/* ... existing code ... */}", "{/* rest unchanged */}",             # JSX
+    "{- ... existing code ... -}", "<# ... existing code ... #>",          # Haskell, PowerShell
+    '" ... existing code ...', '" rest of the mappings unchanged',         # Vim script
+    "! ... existing code ...", ":: ... existing code ...", "@REM ... existing code ...",  # Fortran, batch
+])
+def test_comment_syntaxes_of_other_languages_are_placeholders(line):
+    assert looks_like_placeholder(line) and looks_like_placeholder("    " + line)
+
+
+@pytest.mark.parametrize("line", ['"rest of code"', '"""Return the rest of the lines."""', '"...",',
+                                  "!unchanged &&", "(rest)", "x = 1  # ..."])
+def test_strings_and_code_that_merely_start_like_a_comment_are_not(line):
+    assert not looks_like_placeholder(line)
 
 
 def test_server_refuses_lazy_edits_and_sends_nothing(tmp_path):
