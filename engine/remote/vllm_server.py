@@ -1,9 +1,10 @@
 """Start vLLM (``make setup-vllm``'s venv, ``.venv-vllm``) on loopback with the in-process weights.
 
 ``start_vllm_server(port=0)`` runs ``<venv>/bin/vllm serve <merged dir>`` (``engine.remote.export``:
-the default model with its adapter merged, fp32) on 127.0.0.1 with ``--enable-prefix-caching`` and
-``VLLM_CPU_KVCACHE_SPACE=2``, served as ``SERVED_NAME``; waits (bounded, ``timeout``) for ``/health``
-and returns a ``ServedProcess`` (``spec`` is the model spec for ``EditEngine``). Start-up takes
+the default model with its adapter merged, fp32) on 127.0.0.1 with ``--enable-prefix-caching``,
+``--enable-prompt-tokens-details`` (usage then reports the prompt tokens served from the cache: a
+warm edit's ``prompt_reused``) and ``VLLM_CPU_KVCACHE_SPACE=2``, served as ``SERVED_NAME``; waits
+(bounded, ``timeout``) for ``/health`` and returns a ``ServedProcess`` (``spec`` is the model spec for ``EditEngine``). Start-up takes
 2-3.5 min on 2 cores (torch.compile warm-up). ``make serve`` runs the same command in the foreground.
 """
 from __future__ import annotations
@@ -36,7 +37,7 @@ def start_vllm_server(*, port: int = 0, timeout: float = START_TIMEOUT_S, extra:
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE=os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"))
     cmd = [str(vllm_binary()), "serve", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
            "--served-model-name", SERVED_NAME, "--dtype", "float32", "--max-model-len", "8192",
-           "--enable-prefix-caching", *extra]
+           "--enable-prefix-caching", "--enable-prompt-tokens-details", *extra]
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True)

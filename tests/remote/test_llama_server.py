@@ -142,3 +142,5 @@ def test_warm_up_leaves_the_prompt_in_the_servers_cache(engine):
     assert done.cached_tokens >= len(prefix) - 1  # llama.cpp re-evaluates at most the last cached token
     again = engine.warm(doc, "cad")
     assert again.status == "warm" and again.reused >= len(prefix) - 1
+    edit = engine.edit(EditRequest(doc, "Fix g3.", strategy="cad", max_new_tokens=8))
+    assert len(prefix) - 1 <= edit.stats.prompt_reused < edit.stats.prompt_tokens  # the server's own count

@@ -58,6 +58,8 @@ def test_structured_outputs_grammar_is_enforced(vllm):
     op = re.compile(op_regex(2, has_ops=False) + r"\Z")
     assert not op.match(server.complete(ids, max_tokens=12).text)
     assert op.match(server.complete(ids, max_tokens=12, grammar=op_grammar(2, has_ops=False)).text)
+    again = server.complete(ids, max_tokens=1)   # --enable-prompt-tokens-details: usage counts cached tokens
+    assert 0 < again.cached_tokens <= len(ids), again
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
