@@ -34,6 +34,7 @@ from pygls.exceptions import JsonRpcRequestCancelled
 
 from engine.api import SNIPPET_MERGE, EditCancelled, EditRequest, EngineError, ModelLoadError, get_strategy
 from engine.program.grammar import serialize
+from engine.program.breakage import breakage_message, find_breakage
 from engine.program.placeholders import find_lazy_placeholders, refusal_message
 
 from .arguments import EditArgs, check_unicode, parse_edit_args
@@ -179,6 +180,10 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
         if lazy:
             reply["placeholders"] = [dict(line=p.line, text=p.text, deleted=p.deleted) for p in lazy]
             reply["warnings"].append(refusal)
+        broken = find_breakage(snap.text, plan.new_text)   # advice: the edit is applied, the user told
+        if broken is not None:
+            reply["syntax"] = dict(check=broken.check, line=broken.line, detail=broken.detail)
+            reply["warnings"].append(breakage_message(broken))
         if not apply:
             reply["diff"] = unified_diff(snap.text, plan.new_text, args.uri)
             reply.update(preview_cache.remember(ls, snap, plan, result, request, refusal=refusal))
@@ -206,8 +211,8 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             raise JsonRpcRequestCancelled(message=f"{command} was cancelled before its edit was sent")
         outcome = await apply_versioned(ls, snap, plan.edits, f"cad: {request.instruction}",
                                         timeout=ls.settings.apply_edit_timeout, request_id=request_id)
-        if result.warnings and outcome.applied:
-            ls.show("Copy-as-Decode: " + "; ".join(result.warnings), types.MessageType.Warning)
+        if reply["warnings"] and outcome.applied:
+            ls.show("Copy-as-Decode: " + "; ".join(reply["warnings"]), types.MessageType.Warning)
         if outcome.discarded or outcome.unconfirmed:
             ls.show(f"Copy-as-Decode: {outcome.message}", types.MessageType.Warning)
         stats["server_ms"] = (time.perf_counter() - t0) * 1000.0

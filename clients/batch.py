@@ -28,6 +28,7 @@ from clients.jobs import Job, JobsFileError, OutsideRootError, confine, read_job
 from clients.journal import JOURNAL_NAME, Journal
 from clients.line_endings import NotTextError, decode, encode
 from clients.progress_bar import ProgressBar
+from engine.program.breakage import breakage_message, find_breakage
 from engine.program.placeholders import find_lazy_placeholders, refusal_message
 from engine.api import DEFAULT_GEN_DRAFTER, DRAFTERS, STRATEGIES  # the engine's registries (torch-free import)
 
@@ -208,6 +209,11 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
             report.status = "refused"
             return
         print(f"cad-apply: warning: {path}: {report.detail}", file=sys.stderr)
+    broken = find_breakage(text, outcome.text)   # advice only: a user may ask for a change that does this
+    if broken is not None:
+        warning = breakage_message(broken)
+        report.detail = f"{report.detail}; {warning}" if report.detail else warning
+        print(f"cad-apply: warning: {path}: {warning}", file=sys.stderr)
     if not args.write:
         diff = _diff(data.decode("utf-8", errors="replace"), new_data.decode("utf-8", errors="replace"), label)
         if diff:
