@@ -82,8 +82,10 @@ def _check_preconditions(ls: Any, command: str, args: EditArgs, apply: bool) -> 
     if not (args.instruction or "").strip():
         raise CommandArgumentError(
             f"{command} needs an instruction: pass [{{uri, instruction, range?}}]. The code action "
-            "'Apply edit instruction…' leaves it out on purpose because LSP has no text input; "
-            "the editor plugin must prompt for the instruction and then run the command.")
+            "'Apply edit instruction…' leaves it out on purpose because LSP has no text input: the "
+            "VS Code and Neovim plugins prompt for it. In any other editor, write the instruction as a "
+            "comment line (e.g. '# cad: handle an empty list' or '// cad: add a docstring') and pick the "
+            "code action 'Apply: <instruction>' (the edit removes the comment).")
     if apply and not client_can_apply_edits(ls):
         message = (f"{command} is refused: this client does not support workspace/applyEdit "
                    "(capabilities.workspace.applyEdit), so the server cannot change the document. "

@@ -83,8 +83,9 @@ async def test_code_action_is_listed(client):
 async def test_command_without_instruction_is_an_error(client):
     uri = _uri("noinstr")
     open_doc(client, uri, DOC)
-    with pytest.raises(JsonRpcException, match="needs an instruction"):
+    with pytest.raises(JsonRpcException, match="needs an instruction") as error:
         await execute(client, "cad.applyEdit", {"uri": uri})
+    assert "cad: " in str(error.value) and "Apply: <instruction>" in str(error.value)  # what to do without a plugin
 
 
 async def test_apply_edit_sends_versioned_edit_with_progress(client):
