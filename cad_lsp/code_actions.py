@@ -8,7 +8,8 @@ Owns which actions are offered (kind ``refactor.rewrite``):
 * **Apply: <instruction>** — one per instruction comment (``# cad: …``, ``// cad: …`` …) in
   the selection, or in the whole document when the selection is empty; command
   ``cad.applyEdit`` with ``{uri, instruction, range?, comment: {line, text}}``. The comment
-  line is consumed by the edit (see :mod:`cad_lsp.instruction_comments`).
+  line is consumed by the edit (see :mod:`cad_lsp.instruction_comments`). A selection within
+  the comment's own line is a cursor, not a range: the edit covers the whole document.
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ async def code_actions(ls: Any, params: types.CodeActionParams) -> list[types.Co
         base["range"] = _range_json(rng)
     actions = [types.CodeAction(title=PROMPT_TITLE, kind=KIND,
                                 command=types.Command(title=PROMPT_TITLE, command=APPLY_EDIT, arguments=[base]))]
+    first = last = 0
     if has_selection:
         first, last = range_to_line_range(text, rng, ls.position_encoding)
         comments = find_instruction_comments(text, first - 1, last - 1)
@@ -64,6 +66,10 @@ async def code_actions(ls: Any, params: types.CodeActionParams) -> list[types.Co
     for comment in comments:
         title = f"Apply: {comment.instruction}"
         args = dict(base, instruction=comment.instruction, comment={"line": comment.line, "text": comment.text})
+        if first == last == comment.line + 1:
+            # A selection inside the comment line is a cursor (Helix always selects a character,
+            # eglot the word at point), not a scope: an edit of the comment line alone would be empty.
+            args.pop("range", None)
         actions.append(types.CodeAction(title=title, kind=KIND,
                                         command=types.Command(title=title, command=APPLY_EDIT, arguments=[args])))
     return actions

@@ -29,8 +29,13 @@
   (with-current-buffer buffer
     (python-mode)
     (eglot '(python-mode) `(transient . ,default-directory) 'eglot-lsp-server contact "python")
+    ;; As `M-x eglot-code-actions' asks: the bounds of the sexp at point, here on the comment line.
+    (goto-char (point-min))
+    (search-forward "cad: " nil t)
+    (forward-char 1)                    ; inside the instruction's first word
     (let* ((server (eglot-current-server))
-           (actions (eglot-code-actions (point-min) (point-max)))
+           (bounds (eglot--region-bounds))
+           (actions (eglot-code-actions (car bounds) (cadr bounds)))
            (titles (mapcar (lambda (a) (plist-get a :title)) actions))
            (chosen (seq-find (lambda (a) (string-prefix-p pick (plist-get a :title))) actions))
            (command (and chosen (plist-get chosen :command)))
@@ -42,6 +47,7 @@
                                                 (plist-get command :arguments)))
           (error (setq error (format "%S" err)))))
       (cad-driver--write (list :titles (vconcat titles) :result result :error error
+                               :bounds (vector (car bounds) (cadr bounds))
                                :text (buffer-substring-no-properties (point-min) (point-max))))
       (ignore-errors (eglot-shutdown server)))))
 (kill-emacs 0)

@@ -51,6 +51,7 @@ def run_emacs(tmp_path: Path, text: str, server: list[str], pick: str, timeout: 
 def test_instruction_comment_edit_applies_through_plain_eglot(tmp_path):
     got = run_emacs(tmp_path, DOC, [sys.executable, "-m", "tests.lsp.fake_engine_server"], "Apply: add a marker")
     assert got["error"] is None, got
+    assert got["bounds"][0] < got["bounds"][1]   # eglot asked with the word at point: a one-line selection
     assert "Apply edit instruction…" in got["titles"] and "Apply: add a marker 🎯" in got["titles"]
     assert got["result"]["applied"] is True, got["result"]
     lines = DOC.split("\n")

@@ -272,6 +272,13 @@ async def test_utf8_position_encoding_is_negotiated():
             context=types.CodeActionContext(diagnostics=[])))
         titles = [a.title for a in actions]
         assert titles == ["Apply edit instruction…", "Apply: shorten it"]
+        prompt, comment = (a.command.arguments[0] for a in actions)
+        assert "range" in prompt and "range" not in comment  # inside the comment line: a cursor, not a scope
+        wider = types.Range(types.Position(1, 0), types.Position(2, 3))
+        actions = await client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=wider,
+            context=types.CodeActionContext(diagnostics=[])))
+        assert actions[1].command.arguments[0]["range"]["end"] == {"line": 2, "character": 3}
     finally:
         await client.shutdown_session()
 
