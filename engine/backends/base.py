@@ -53,6 +53,11 @@ class Session(Protocol):
     @property
     def length(self) -> int: ...
 
+    @property
+    def reused(self) -> int:
+        """Prompt positions taken from a prefix cache instead of computed (0 without one)."""
+        ...
+
     def feed(self, ids: list[int], keep: int = 1) -> Any:
         """ONE forward over ``ids``; float logits of the last ``keep`` positions, shape [keep, vocab]."""
         ...

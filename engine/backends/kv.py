@@ -73,6 +73,11 @@ class KVRunner:
         """Number of tokens currently in the cache."""
         return len(self.ids)
 
+    @property
+    def reused(self) -> int:
+        """Prompt positions taken from the prefix cache instead of computed (a warm edit)."""
+        return self.log.tokens_reused
+
     @torch.inference_mode()
     def feed(self, ids: list[int], keep: int = 1) -> torch.Tensor:
         """One forward over `ids`; returns float32 logits of the last `keep` positions, shape [keep, V]."""

@@ -55,7 +55,7 @@ from engine.decode.choosers import Chooser
 from engine.decode.gen_body import GenBodies
 from engine.decode.gen_end import decode
 from engine.decode.headers import GEN_OPEN_GUESS, guess_next_ops
-from engine.decode.types import DecodeResult, DecodeStats, OpRecord, reused_positions
+from engine.decode.types import DecodeResult, DecodeStats, OpRecord
 from engine.decode.verify import accept_prefix
 from engine.drafters import make_proposer
 from engine.drafters.base import begin_gen, drafts_ahead, propose_candidates
@@ -380,7 +380,7 @@ def decode_program(loaded, document: str, instruction: str, *, token_level: bool
     program = tuple(dec.fsm.ops)
     stats = dec.stats
     stats.per_op = [r.as_dict() for r in dec.records]
-    stats.prompt_reused = reused_positions(dec.runner)
+    stats.prompt_reused = dec.runner.reused
     text, warnings, error = None, [], None
     try:
         res = resolve(program, document, mode, token_ids=prompt.view.token_ids,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from engine.decode.generate import generate
-from engine.decode.types import DecodeStats, reused_positions
+from engine.decode.types import DecodeStats
 from engine.drafters import DraftProposer, make_proposer
 from engine.errors import ContextOverflowError
 from engine.guide.tokens import stop_ids
@@ -135,7 +135,7 @@ def regenerate(
     raw = tok.decode(gen.ids)
     text = framing.extract(raw)
     gen.stats.prompt_tokens = len(prompt_ids)
-    gen.stats.prompt_reused = reused_positions(runner)
+    gen.stats.prompt_reused = runner.reused
     warnings = []
     if gen.stats.truncated:
         warnings.append(

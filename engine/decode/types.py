@@ -75,8 +75,3 @@ class DecodeResult:
     stats: DecodeStats
     output_ids: list[int]
     resolve_error: str | None = None
-
-
-def reused_positions(session) -> int:
-    """Prompt positions ``session`` took from the prefix cache (0 for a session that keeps no log)."""
-    return int(getattr(getattr(session, "log", None), "tokens_reused", 0) or 0)

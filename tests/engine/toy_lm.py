@@ -34,6 +34,7 @@ class FakeRunner:
         self.lm = lm
         self.ids: list[int] = []
         self.forwards = 0
+        self.reused = 0      # no prefix cache
 
     @property
     def length(self) -> int:
