@@ -188,7 +188,8 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             reply["warnings"].append(breakage_message(broken))
         if not apply:
             reply["diff"] = unified_diff(snap.text, plan.new_text, args.uri)
-            reply.update(preview_cache.remember(ls, snap, plan, result, request, refusal=refusal))
+            reply.update(preview_cache.remember(ls, snap, plan, result, request, refusal=refusal,
+                                                warnings=reply["warnings"]))
             progress.end("preview ready")
             _log_stats(ls, command, args.uri, stats, "previewed")
             return reply

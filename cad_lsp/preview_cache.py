@@ -9,7 +9,8 @@ Owns the cache of computed previews and the ``cad.applyPreview`` command:
 * ``cad.applyPreview [{previewId}]`` applies those edits through the same versioned apply as
   ``cad.applyEdit`` (:func:`cad_lsp.versioned_apply.apply_versioned`): applied as is when the
   document is unchanged, rebased when it changed only elsewhere, discarded on an overlap. No
-  model call. Result: ``{applied, message, discarded, edits, program, stats, reusedPreview}``.
+  model call. Result: ``{applied, message, discarded, edits, program, stats, reusedPreview,
+  warnings}``; the preview's warnings (a syntax breakage, say) are shown again once it is applied.
   A preview cut off by the token budget is refused unless ``applyTruncated`` (as for
   ``cad.applyEdit``); an unknown or already used ``previewId`` is an invalid-params error.
 """
@@ -47,6 +48,7 @@ class Preview:
     budget: int | None
     stats: dict = field(default_factory=dict)
     refusal: str | None = None       # why it must not be applied (engine.program.placeholders)
+    warnings: tuple = ()             # shown when it is applied (e.g. engine.program.breakage)
     created: float = field(default_factory=time.monotonic)
 
 
@@ -79,14 +81,15 @@ def cache_of(ls: Any) -> PreviewCache:
     return cache
 
 
-def remember(ls: Any, snap: Any, plan: Any, result: Any, request: Any, *, refusal: str | None = None) -> dict:
+def remember(ls: Any, snap: Any, plan: Any, result: Any, request: Any, *, refusal: str | None = None,
+             warnings: Sequence[str] = ()) -> dict:
     """Keep a finished preview; returns the reply fields ``previewId`` and ``newText``."""
     stats = result.stats
     preview = Preview(snapshot=snap, edits=list(plan.edits), instruction=request.instruction,
                       program=serialize(tuple(result.program)), truncated=bool(getattr(stats, "truncated", False)),
                       budget=getattr(stats, "budget", None),
                       stats={k: getattr(stats, k, None) for k in ("decoded_tokens", "copied_tokens", "ops", "wall_ms")},
-                      refusal=refusal)
+                      refusal=refusal, warnings=tuple(warnings))
     return {"previewId": cache_of(ls).add(preview), "newText": plan.new_text}
 
 
@@ -136,8 +139,11 @@ async def apply_preview(ls: Any, *arguments: Any) -> dict:
         return reply
     outcome = await apply_versioned(ls, preview.snapshot, preview.edits, f"cad: {preview.instruction}",
                                     **_apply_kwargs(ls))
+    if preview.warnings and outcome.applied:   # what the preview said (e.g. a syntax breakage), said again
+        ls.show("Copy-as-Decode: " + "; ".join(preview.warnings), types.MessageType.Warning)
     if outcome.discarded or getattr(outcome, "unconfirmed", False):
         ls.show(f"Copy-as-Decode: {outcome.message}", types.MessageType.Warning)
     ls.log(f"{APPLY_PREVIEW} {preview.snapshot.uri}: {outcome.message} (no decode: preview reused)")
-    reply.update(applied=outcome.applied, message=outcome.message, discarded=outcome.discarded)
+    reply.update(applied=outcome.applied, message=outcome.message, discarded=outcome.discarded,
+                 warnings=list(preview.warnings))
     return reply

@@ -31,6 +31,13 @@ def test_server_applies_a_breaking_edit_and_says_where_it_breaks(tmp_path):
         assert any("syntax error" in m for m in shown), shown
         fine = client.response(client.execute("cad.applyEdit", {"uri": uri, "instruction": "fix"}))["result"]
         assert "syntax" not in fine and not fine["warnings"], fine
+        preview = client.response(client.execute("cad.previewEdit", {"uri": uri, "instruction": BROKEN}))["result"]
+        assert preview["syntax"]["check"] == "python", preview
+        before = len(client.messages)
+        applied = client.response(client.execute("cad.applyPreview", {"previewId": preview["previewId"]}))["result"]
+        assert applied["applied"] is True and any("syntax error" in w for w in applied["warnings"]), applied
+        shown = [m["params"]["message"] for m in client.messages[before:] if m.get("method") == "window/showMessage"]
+        assert any("syntax error" in m for m in shown), shown   # said again when the preview is applied
     finally:
         client.close()
 
