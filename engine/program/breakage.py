@@ -19,8 +19,9 @@ Checks, most precise first (``CHECKS``, the registry); the first one that *appli
    every unchanged line counts the same before and after, so only the edited lines matter: an
    edit that writes balanced code, wherever the diff puts its lines, keeps the totals).
 
-The result is advice, not a verdict on the edit's meaning: the LSP server applies the edit and says
-so, ``cad-apply --write`` refuses it unless ``--allow-syntax-errors``. Stdlib only.
+The result is advice, not a verdict on the edit's meaning (a user may ask for a change that cuts a
+block): the LSP server applies the edit and shows the warning, ``cad-apply`` writes it and prints the
+warning. Stdlib only.
 """
 from __future__ import annotations
 
@@ -107,11 +108,11 @@ def _parser_check(name: str, parse: Callable[[str], tuple[int, str] | None]):
     return check
 
 
-# (name, check): a check returns False when it does not apply to the document, else the Breakage or None.
-CHECKS: list[tuple[str, Callable[[str, str], Breakage | None | bool]]] = [
-    ("json", _parser_check("json", _json)),        # before python: a JSON document compiles as Python too
-    ("python", _parser_check("python", _python)),
-    ("brackets", _brackets),
+# A check returns False when it does not apply to the document, else the Breakage or None.
+CHECKS: list[Callable[[str, str], Breakage | None | bool]] = [
+    _parser_check("json", _json),        # before python: a JSON document compiles as Python too
+    _parser_check("python", _python),
+    _brackets,
 ]
 
 
@@ -119,7 +120,7 @@ def find_breakage(before: str, after: str) -> Breakage | None:
     """What the edit ``before`` -> ``after`` broke (module doc), or None."""
     if before == after or len(before) > MAX_CHARS or len(after) > MAX_CHARS:
         return None
-    for _name, check in CHECKS:
+    for check in CHECKS:
         verdict = check(before, after)
         if verdict is not False:
             return verdict

@@ -4,8 +4,8 @@
 the default model with its adapter merged, fp32) on 127.0.0.1 with ``--enable-prefix-caching``,
 ``--enable-prompt-tokens-details`` (usage then reports the prompt tokens served from the cache: a
 warm edit's ``prompt_reused``) and ``VLLM_CPU_KVCACHE_SPACE=2``, served as ``SERVED_NAME``; waits
-(bounded, ``timeout``) for ``/health`` and returns a ``ServedProcess`` (``spec`` is the model spec for ``EditEngine``). Start-up takes
-2-3.5 min on 2 cores (torch.compile warm-up). ``make serve`` runs the same command in the foreground.
+(bounded, ``timeout``) for ``/health`` and returns a ``ServedProcess`` (``spec`` is the model spec
+for ``EditEngine``). Start-up takes 2-3.5 min on 2 cores (torch.compile warm-up). ``make serve`` runs the same command in the foreground.
 """
 from __future__ import annotations
 
