@@ -282,5 +282,7 @@ def _log_stats(ls: Any, command: str, uri: str, stats: dict, outcome: str) -> No
         cost = (f"prompt {stats.get('prompt_tokens')} tokens ({stats.get('prompt_reused', 0)} cached), "
                 f"{stats.get('copied_tokens')} tokens copied, {stats.get('decoded_tokens')} generated, "
                 f"speedup ~{stats.get('speedup_estimate', 1.0):.2f}x")
+    if stats.get("picked"):   # strategy auto: what it ran
+        cost += f", auto picked {stats['picked']}"
     ls.log(f"{command} {uri}: {stats['server_ms']:.0f} ms (engine {stats['engine_ms'] or 0:.0f} ms, "
            f"queued {stats['queue_ms']:.0f} ms), {cost}; {outcome}")

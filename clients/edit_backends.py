@@ -80,7 +80,8 @@ class InProcessBackend:
                                f"{type(exc).__name__}: {exc} (please report)") from exc
         stats = result.stats
         stats_dict = {k: getattr(stats, k) for k in ("decoded_tokens", "copied_tokens", "forced_tokens",
-                                                     "forwards", "ops", "wall_ms", "truncated", "budget", "planner")
+                                                     "forwards", "ops", "wall_ms", "truncated", "budget", "planner",
+                                                     "picked", "predicted_ms")
                       if hasattr(stats, k)}
         return EditOutcome(result.text, stats_dict, list(result.warnings))
 

@@ -56,6 +56,9 @@ def stats_table(stats) -> str:
         ("planner", stats.planner), ("prompt tokens", stats.prompt_tokens), ("wall ms", f"{stats.wall_ms:.0f}"),
         ("truncated", stats.truncated), ("speedup estimate", speedup),
     ]
+    if stats.picked:   # strategy auto: what it ran, and the predictions it chose by
+        costs = ", ".join(f"{name} {ms:.0f} ms" for name, ms in stats.predicted_ms.items())
+        rows.append(("auto picked", stats.picked + (f" (predicted {costs})" if costs else "")))
     return "\n".join(["| stat | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows])
 
 

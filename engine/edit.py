@@ -7,6 +7,8 @@ torch (the decoders are imported when an edit runs). Dispatch on the registered 
     line or token copies per `Strategy.token_level`; gen bodies drafted by the request's `gen_drafter`)
   * family "regen" ("regen", "spec-edit") -> engine.decode.regen.regenerate (full regeneration drafted
     by the strategy's `drafter`), compiled to a line Program with engine.program.oracle.line_program.
+  * family "auto" -> engine.picker.pick chooses one of the above per request (cost model of the scoped
+    text); the result's stats name it (``picked``, ``predicted_ms``).
 Range-scoped requests edit the slice only and are re-based with engine.program.scope. A request whose
 instruction carries a pasted snippet that anchors at one place (engine.program.snippet) is merged
 without decoding when `request.snippet_merge` (the default); the result says `stats.planner`.
@@ -167,12 +169,28 @@ def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window:
              probe: int | None = None, gen_drafter: str = DEFAULT_GEN_DRAFTER):
     """Edit `request.document` (or lines `line_range` of it) and return an EditResult."""
     strategy = get_strategy(request.strategy)
+    picked = None
 
     def run(sub, scoped):
-        if strategy.family == "regen":
-            return _run_regen(loaded, sub, scoped, strategy, cancel=cancel, progress=progress, window=window,
+        nonlocal picked
+        chosen = strategy
+        if strategy.family == "auto":  # the scoped text is what the cost model weighs
+            from engine.picker import pick
+
+            picked = pick(loaded, sub, scoped.instruction, window=window)
+            chosen = get_strategy(picked.strategy)
+            scoped = replace(scoped, strategy=chosen.name)
+        if chosen.family == "regen":
+            return _run_regen(loaded, sub, scoped, chosen, cancel=cancel, progress=progress, window=window,
                               probe=probe)
-        return _run_program(loaded, sub, scoped, strategy, cancel=cancel, progress=progress,
+        return _run_program(loaded, sub, scoped, chosen, cancel=cancel, progress=progress,
                             gen_drafter=gen_drafter)
 
-    return run_scoped(loaded.tokenizer, request, line_range, run)
+    return with_pick(run_scoped(loaded.tokenizer, request, line_range, run), picked)
+
+
+def with_pick(result: EditResult, picked) -> EditResult:
+    """Record what strategy ``auto`` ran (``engine.picker.Pick``; None: not auto, or a snippet merge)."""
+    if picked is not None:
+        result.stats.picked, result.stats.predicted_ms = picked.strategy, dict(picked.predicted_ms)
+    return result

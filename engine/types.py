@@ -61,6 +61,8 @@ class EditStats:
     budget: int = 0            # the max_new_tokens this edit ran with (auto budgets resolved)
     planner: str = "model"     # who wrote the program: "model" (the strategy decoded it) or "snippet-merge"
     prompt_reused: int = 0     # prompt positions found in the prefix cache (warm edit; remote: the server's report)
+    picked: str = ""           # strategy "auto": the strategy it ran ("" for any other strategy; engine.picker)
+    predicted_ms: dict = field(default_factory=dict)  # strategy "auto": each candidate's predicted wall ms
 
 
 @dataclass

@@ -13,6 +13,9 @@ The instruction-free prefix is found by rendering the strategy's prompt with two
 differ from their first character and keeping the ids the two share: whatever the tokenizer does
 at the boundary, those ids are exactly the start of any real prompt of this document.
 
+For strategy ``auto`` the prompt warmed is the one of the strategy ``engine.picker`` would pick once
+that prompt is cached (``auto_warm_strategy``).
+
 Nothing changes what an edit decodes: a warm edit feeds the cached keys and values instead of
 recomputing them (the prefix cache's caveat applies: the last bits of float arithmetic may differ
 from a one-piece prefill, as with every spliced span). Torch is imported only through the model.
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 from engine.errors import EngineError
 from engine.strategies import get_strategy
 
-__all__ = ["WarmResult", "instruction_free_prefix", "warm_document", "WARM_CHUNK_TOKENS"]
+__all__ = ["WarmResult", "auto_warm_strategy", "instruction_free_prefix", "warm_document", "WARM_CHUNK_TOKENS"]
 
 WARM_CHUNK_TOKENS = 256     # tokens per forward: a cancel (an edit arriving) waits at most one chunk
 _PROBES = ("a", "Z")        # two instructions whose prompts differ from the instruction's first character
@@ -73,6 +76,21 @@ def instruction_free_prefix(loaded, document: str, strategy: str = "cad") -> lis
     return first[:n]
 
 
+def auto_warm_strategy(loaded, document: str, *, window: int = 32, candidates: tuple[str, ...] | None = None) -> str:
+    """The strategy whose prompt a warm-up for ``auto`` computes: the one ``engine.picker`` would pick
+    once that strategy's instruction-free prompt is cached; ``candidates``: instead of the weights' own
+    (``engine.picker.candidates_for``; benchmarks)."""
+    from engine import picker
+
+    allowed = candidates or picker.candidates_for(loaded)[0]
+    if len(allowed) == 1:
+        return allowed[0]
+    cost = picker.calibrate(loaded)
+    warm = {name: picker.predict(loaded, document, _PROBES[0], window=window, cost=cost, assume_cached={
+        name: len(instruction_free_prefix(loaded, document, name))})[name] for name in allowed}
+    return picker.choose(warm)
+
+
 def warm_document(loaded, document: str, strategy: str = "cad", *, cancel: threading.Event | None = None,
                   chunk_tokens: int = WARM_CHUNK_TOKENS) -> WarmResult:
     """Prefill the instruction-free prompt of ``document`` where ``loaded``'s next edit will find it
@@ -93,6 +111,8 @@ def warm_document(loaded, document: str, strategy: str = "cad", *, cancel: threa
         document.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: the edit itself refuses such text with a clear error
         return WarmResult("skipped", reason="the document is not valid Unicode")
+    if get_strategy(strategy).family == "auto":  # the prompt of the strategy auto would then pick
+        strategy = auto_warm_strategy(loaded, document)
     ids = instruction_free_prefix(loaded, document, strategy)
     if len(ids) > capacity:
         return WarmResult("skipped", prompt_tokens=len(ids),

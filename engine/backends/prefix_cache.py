@@ -71,6 +71,12 @@ class PrefixCache:
             self.tokens_reused += best
             return PrefixHit(best, layers)
 
+    def peek(self, ids: list[int], *, limit: int) -> int:
+        """How many positions ``lookup`` would reuse (0 below ``min_tokens``); counts and order unchanged."""
+        with self._lock:
+            best = max((_common_prefix(key, ids, min(len(key), limit)) for key in self._entries), default=0)
+        return best if best >= self.min_tokens else 0
+
     def store(self, ids: list[int], layers: list) -> None:
         """Keep the KV state of the prompt ``ids`` (``layers``: per-layer (keys, values) of exactly those ids)."""
         if len(ids) < self.min_tokens or len(ids) > self.max_tokens:

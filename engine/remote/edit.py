@@ -6,15 +6,19 @@ budget (the edited text's tokens + 256), CRLF adaptation (``engine.program.eol``
 from the pure resolver (``engine.program.resolver``), the same truncation / repetition warnings
 (a truncated program is reported with ``stats.truncated`` and never applied by the callers).
 ``EditStats.forwards`` counts completion requests here (one request = one chunked prefill + decode
-on the server); ``per_op`` entries say how many requests and ms each op took.
+on the server); ``per_op`` entries say how many requests and ms each op took. Strategy ``auto``
+runs ``cad`` here (``engine.picker`` models in-process forwards, not a serving engine's).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from engine.decode.types import DecodeStats
-from engine.edit import incomplete_warning, run_scoped
+from engine.edit import incomplete_warning, run_scoped, with_pick
 from engine.errors import ProgramResolveError
 from engine.program.eol import adapt_program, adapt_text, uses_crlf
 from engine.program.oracle import line_program
+from engine.picker import Pick
 from engine.program.resolver import resolve
 from engine.strategies import get_strategy
 from engine.types import EditResult, Progress
@@ -70,7 +74,10 @@ def _regen(backend, sub, request, strategy, cancel, progress):
 
 def run_remote_edit(backend, request, line_range, *, cancel=None, progress=None, **_ignored) -> EditResult:
     """Edit ``request.document`` (or lines ``line_range``) through ``backend`` (a RemoteBackend)."""
-    strategy = get_strategy(request.strategy)
+    strategy, picked = get_strategy(request.strategy), None
+    if strategy.family == "auto":  # a serving engine's costs are not modelled: cad decodes the fewest tokens
+        picked = Pick("cad", reason="a serving engine's costs are not modelled; cad decodes the fewest tokens")
+        strategy, request = get_strategy("cad"), replace(request, strategy="cad")
     run = _regen if strategy.family == "regen" else _program
-    return run_scoped(backend.tokenizer, request, line_range,
-                      lambda sub, scoped: run(backend, sub, scoped, strategy, cancel, progress))
+    return with_pick(run_scoped(backend.tokenizer, request, line_range,
+                                lambda sub, scoped: run(backend, sub, scoped, strategy, cancel, progress)), picked)

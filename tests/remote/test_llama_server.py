@@ -73,6 +73,14 @@ def test_cad_edit_matches_in_process_and_resolves(engine):
     assert result.stats.copied_tokens > 0
 
 
+def test_auto_runs_prompt_level_cad_and_says_why(engine):
+    doc, instruction = humaneval(0)
+    auto = engine.edit(EditRequest(doc, instruction, strategy="auto"))
+    cad = engine.edit(EditRequest(doc, instruction, strategy="cad"))
+    assert auto.stats.picked == "cad" and auto.stats.predicted_ms == {}
+    assert (auto.text, auto.program) == (cad.text, cad.program) and cad.stats.picked == ""
+
+
 def test_regen_is_one_request(engine):
     doc, instruction = humaneval(0)
     result = engine.edit(EditRequest(doc, instruction, strategy="regen", max_new_tokens=400))

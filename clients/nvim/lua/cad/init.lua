@@ -86,7 +86,7 @@ end
 --- @field instruction string? the edit instruction; prompted for when missing
 --- @field line1 integer? first line of the range to edit (1-based)
 --- @field line2 integer? last line of the range to edit (1-based, inclusive)
---- @field strategy string? decoding strategy override ("cad", "cad-tokens", "regen", "spec-edit")
+--- @field strategy string? decoding strategy override ("cad", "cad-tokens", "regen", "spec-edit", "auto")
 
 local function run(command, opts)
   opts = opts or {}
