@@ -220,9 +220,10 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             ls.show(f"Copy-as-Decode: {outcome.message}", types.MessageType.Warning)
         stats["server_ms"] = (time.perf_counter() - t0) * 1000.0
         _log_stats(ls, command, args.uri, stats, outcome.message)
-        merged = MERGED_NOTE if stats.get("planner") == SNIPPET_MERGE else ""
-        progress.end(outcome.message + merged)
-        reply.update(applied=outcome.applied, message=outcome.message + merged, discarded=outcome.discarded)
+        note = MERGED_NOTE if stats.get("planner") == SNIPPET_MERGE else \
+            f" (auto ran {stats['picked']})" if stats.get("picked") else ""
+        progress.end(outcome.message + note)
+        reply.update(applied=outcome.applied, message=outcome.message + note, discarded=outcome.discarded)
         if outcome.unconfirmed:
             reply["unconfirmed"] = True
         return reply

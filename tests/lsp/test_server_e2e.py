@@ -126,6 +126,18 @@ async def test_pasted_snippet_is_merged_and_applied_without_decoding(client):
     assert any("merged by its anchors" in m.message for m in client.log_messages)
 
 
+async def test_auto_strategy_says_what_it_ran(client):
+    """strategy "auto" on the default weights (trained for edit programs only) runs cad and says so."""
+    uri = _uri("auto")
+    open_doc(client, uri, DOC)
+    reply = await asyncio.wait_for(execute(client, "cad.applyEdit", {
+        "uri": uri, "instruction": "Fix bugs in has_close_elements.", "strategy": "auto"}), 600)
+    assert reply["stats"]["picked"] == "cad" and reply["stats"]["predicted_ms"] == {}
+    assert reply["message"].endswith("(auto ran cad)")
+    _check_applied(client, uri, DOC, reply)
+    assert any("auto picked cad" in m.message for m in client.log_messages)
+
+
 async def test_preview_returns_diff_without_applying(client):
     uri = _uri("preview")
     open_doc(client, uri, DOC)
