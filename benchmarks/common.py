@@ -60,6 +60,16 @@ def environment() -> dict:
             "machine": platform.machine(), "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
+def emit(text: str, *, md_path: Path | None, json_path: Path | None, payload: dict) -> None:
+    """Print a benchmark's markdown ``text``; write it to ``md_path`` and ``payload`` as JSON to
+    ``json_path`` (each when set)."""
+    print(text)
+    if json_path:
+        Path(json_path).write_text(json.dumps(payload, indent=2))
+    if md_path:
+        Path(md_path).write_text(text)
+
+
 def write_report(name: str, rows: list[dict], json_path: Path | str | None,
                  extra: dict | None = None, *, columns: Sequence[str] | None = None,
                  title: str | None = None) -> dict:

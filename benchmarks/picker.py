@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import bench_argparser, environment, markdown_table
+from benchmarks.common import bench_argparser, emit, environment, markdown_table
 from benchmarks.speculative_runs import SPEC_EDIT_WINDOW, Row, humaneval_cases, long_cases, run
 
 COLUMNS = ["corpus", "cache", "cases", "cad_s", "spec_s", "auto_s", "best_s", "auto/best", "spec/auto",
@@ -165,14 +165,8 @@ def main(argv=None) -> int:
             "prediction's time (pick_ms); best_s: the faster of the two per case; right picks: cases where auto "
             "picked the faster; pred/meas: mean predicted / measured wall. warm: auto after its own warm-up "
             "(the prompt of the strategy it would pick when warm is cached) and each strategy after its own warm-up.\n")
-    print(text)
-    if args.json_path:
-        import json
-
-        args.json_path.write_text(json.dumps({"benchmark": "picker", "summary": summary, "records": records,
-                                              "environment": env}, indent=2))
-    if args.md:
-        args.md.write_text(text)
+    emit(text, md_path=args.md, json_path=args.json_path,
+         payload={"benchmark": "picker", "summary": summary, "records": records, "environment": env})
     return 0
 
 

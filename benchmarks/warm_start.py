@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import bench_argparser, environment, markdown_table
+from benchmarks.common import bench_argparser, emit, environment, markdown_table
 from benchmarks.speculative_runs import SPEC_EDIT_WINDOW, Row, humaneval_cases, long_cases, run
 
 COLUMNS = ["corpus", "strategy", "cases", "lossless", "prompt_tok", "cold_s", "warmup_s", "warm_s",
@@ -112,14 +112,8 @@ def main(argv=None) -> int:
             "cold_s: the edit with an empty prefix cache; warmup_s: `engine.warmup.warm_document` alone (what the "
             "LSP runs while the document sits unchanged); warm_s: the same edit afterwards; lossless: warm output "
             "ids and text equal to cold; vs spec-edit: spec-edit's mean warm wall / the row's.\n")
-    print(text)
-    if args.json_path:
-        import json
-
-        args.json_path.write_text(json.dumps({"benchmark": "warm_start", "summary": summary, "records": records,
-                                              "environment": env}, indent=2))
-    if args.md:
-        args.md.write_text(text)
+    emit(text, md_path=args.md, json_path=args.json_path,
+         payload={"benchmark": "warm_start", "summary": summary, "records": records, "environment": env})
     return 0
 
 

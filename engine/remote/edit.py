@@ -16,9 +16,9 @@ from dataclasses import replace
 from engine.decode.types import DecodeStats
 from engine.edit import incomplete_warning, run_scoped, with_pick
 from engine.errors import ProgramResolveError
+from engine.picker import Pick
 from engine.program.eol import adapt_program, adapt_text, uses_crlf
 from engine.program.oracle import line_program
-from engine.picker import Pick
 from engine.program.resolver import resolve
 from engine.strategies import get_strategy
 from engine.types import EditResult, Progress
