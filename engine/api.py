@@ -156,4 +156,4 @@ class EditEngine:
         if self._loaded is None:
             return WarmResult("skipped", reason="the model is not loaded yet")
         with self._edit_lock:
-            return warm_document(self._loaded, document, strategy, cancel=cancel)
+            return warm_document(self._loaded, document, strategy, cancel=cancel, window=self._window)

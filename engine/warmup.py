@@ -92,14 +92,15 @@ def auto_warm_strategy(loaded, document: str, *, window: int = 32, candidates: t
 
 
 def warm_document(loaded, document: str, strategy: str = "cad", *, cancel: threading.Event | None = None,
-                  chunk_tokens: int = WARM_CHUNK_TOKENS) -> WarmResult:
+                  chunk_tokens: int = WARM_CHUNK_TOKENS, window: int = 32) -> WarmResult:
     """Prefill the instruction-free prompt of ``document`` where ``loaded``'s next edit will find it
     (module doc): the in-process model's prefix cache, or a serving engine's (``Backend.warm_prefix``).
 
     Skips (never raises for it) when the backend keeps no prefix (the in-process cache turned off),
     or when the prompt could not be kept or edited whole (longer than the backend keeps, or than the
     context window with a copy of the document). A set ``cancel`` stops it between forwards; what was
-    computed by then stays cached. A serving engine's error is reported as status "failed"."""
+    computed by then stays cached. A serving engine's error is reported as status "failed".
+    ``window``: spec-edit's draft size, which strategy ``auto``'s choice of prompt weighs."""
     start = time.perf_counter()
     capacity = int(getattr(loaded, "warm_capacity", 0) or 0)
     if not capacity or not hasattr(loaded, "warm_prefix"):
@@ -112,7 +113,7 @@ def warm_document(loaded, document: str, strategy: str = "cad", *, cancel: threa
     except UnicodeEncodeError:  # a lone surrogate: the edit itself refuses such text with a clear error
         return WarmResult("skipped", reason="the document is not valid Unicode")
     if get_strategy(strategy).family == "auto":  # the prompt of the strategy auto would then pick
-        strategy = auto_warm_strategy(loaded, document)
+        strategy = auto_warm_strategy(loaded, document, window=window)
     ids = instruction_free_prefix(loaded, document, strategy)
     if len(ids) > capacity:
         return WarmResult("skipped", prompt_tokens=len(ids),
