@@ -182,7 +182,7 @@ def measure_forward_cost(loaded) -> ForwardCost:
         runner.feed(filler[:1])
         for n in seq:
             ctx, start = runner.length, time.perf_counter()
-            runner.feed(filler[ctx:ctx + n])
+            runner.feed(filler[ctx:ctx + n]).sum().item()   # .item(): the device's work is done (CUDA, MPS)
             ms = (time.perf_counter() - start) * 1000.0
             best[(n, ctx)] = min(ms, best.get((n, ctx), ms))
     return _fit([(n, ctx, ms) for (n, ctx), ms in best.items()])
