@@ -117,22 +117,29 @@ def _merged(document: str, text: str):
     return program, text, stats, []
 
 
-def run_scoped(tokenizer, request, line_range, run) -> EditResult:
+def run_scoped(backend, request, line_range, run, *, window: int = 32) -> EditResult:
     """Scope the request, ``run(sub, request)`` on the scope, re-base, and assemble the EditResult.
 
     ``run`` returns ``(program, sub_text, DecodeStats, warnings)`` for the scoped text ``sub``; the
     in-process engine (``run_edit``) and the remote backend (``engine.remote.edit``) share the rest:
-    the auto budget, the range hint of a context overflow, the re-base and the stats.
+    the auto budget, strategy ``auto``'s pick (``engine.picker.pick`` on the scoped text: ``run`` gets
+    the request with the picked strategy), the range hint of a context overflow, the re-base and the stats.
     """
-    document = request.document
+    tokenizer, document = backend.tokenizer, request.document
     sub = document if line_range is None else slice_lines(document, *line_range)
     if request.max_new_tokens is None:
         request = replace(request, max_new_tokens=auto_budget(tokenizer, sub))
     merged = merge_snippet(sub, request.instruction) if request.snippet_merge else None
+    picked = None
     try:
         if merged is not None:
             program, sub_text, stats, warnings = _merged(sub, merged)
         else:
+            if get_strategy(request.strategy).family == "auto":
+                from engine.picker import pick
+
+                picked = pick(backend, sub, request.instruction, window=window)
+                request = replace(request, strategy=picked.strategy)
             program, sub_text, stats, warnings = run(sub, request)
     except ContextOverflowError as exc:
         if line_range is not None:
@@ -161,6 +168,8 @@ def run_scoped(tokenizer, request, line_range, run) -> EditResult:
         truncated=bool(stats.truncated), speedup_estimate=speedup,
         budget=request.max_new_tokens, planner="model" if merged is None else SNIPPET_MERGE,
         prompt_reused=stats.prompt_reused,
+        picked="" if picked is None else picked.strategy,
+        predicted_ms={} if picked is None else dict(picked.predicted_ms),
     )
     return EditResult(program=tuple(program), text=text, stats=edit_stats, warnings=warnings)
 
@@ -168,29 +177,13 @@ def run_scoped(tokenizer, request, line_range, run) -> EditResult:
 def run_edit(loaded, request, line_range, *, cancel=None, progress=None, window: int = 32,
              probe: int | None = None, gen_drafter: str = DEFAULT_GEN_DRAFTER):
     """Edit `request.document` (or lines `line_range` of it) and return an EditResult."""
-    strategy = get_strategy(request.strategy)
-    picked = None
 
-    def run(sub, scoped):
-        nonlocal picked
-        chosen = strategy
-        if strategy.family == "auto":  # the scoped text is what the cost model weighs
-            from engine.picker import pick
-
-            picked = pick(loaded, sub, scoped.instruction, window=window)
-            chosen = get_strategy(picked.strategy)
-            scoped = replace(scoped, strategy=chosen.name)
-        if chosen.family == "regen":
-            return _run_regen(loaded, sub, scoped, chosen, cancel=cancel, progress=progress, window=window,
+    def run(sub, scoped):  # scoped.strategy: the request's, or the one auto picked
+        strategy = get_strategy(scoped.strategy)
+        if strategy.family == "regen":
+            return _run_regen(loaded, sub, scoped, strategy, cancel=cancel, progress=progress, window=window,
                               probe=probe)
-        return _run_program(loaded, sub, scoped, chosen, cancel=cancel, progress=progress,
+        return _run_program(loaded, sub, scoped, strategy, cancel=cancel, progress=progress,
                             gen_drafter=gen_drafter)
 
-    return with_pick(run_scoped(loaded.tokenizer, request, line_range, run), picked)
-
-
-def with_pick(result: EditResult, picked) -> EditResult:
-    """Record what strategy ``auto`` ran (``engine.picker.Pick``; None: not auto, or a snippet merge)."""
-    if picked is not None:
-        result.stats.picked, result.stats.predicted_ms = picked.strategy, dict(picked.predicted_ms)
-    return result
+    return run_scoped(loaded, request, line_range, run, window=window)

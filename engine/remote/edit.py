@@ -7,16 +7,13 @@ from the pure resolver (``engine.program.resolver``), the same truncation / repe
 (a truncated program is reported with ``stats.truncated`` and never applied by the callers).
 ``EditStats.forwards`` counts completion requests here (one request = one chunked prefill + decode
 on the server); ``per_op`` entries say how many requests and ms each op took. Strategy ``auto``
-runs ``cad`` here (``engine.picker`` models in-process forwards, not a serving engine's).
+runs ``cad`` here (``engine.picker.candidates_for``: only in-process forwards are modelled).
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from engine.decode.types import DecodeStats
-from engine.edit import incomplete_warning, run_scoped, with_pick
+from engine.edit import incomplete_warning, run_scoped
 from engine.errors import ProgramResolveError
-from engine.picker import Pick
 from engine.program.eol import adapt_program, adapt_text, uses_crlf
 from engine.program.oracle import line_program
 from engine.program.resolver import resolve
@@ -72,12 +69,12 @@ def _regen(backend, sub, request, strategy, cancel, progress):
     return program, text, stats, list(r.warnings)
 
 
-def run_remote_edit(backend, request, line_range, *, cancel=None, progress=None, **_ignored) -> EditResult:
+def run_remote_edit(backend, request, line_range, *, cancel=None, progress=None, window: int = 32,
+                    **_ignored) -> EditResult:
     """Edit ``request.document`` (or lines ``line_range``) through ``backend`` (a RemoteBackend)."""
-    strategy, picked = get_strategy(request.strategy), None
-    if strategy.family == "auto":  # a serving engine's costs are not modelled: cad decodes the fewest tokens
-        picked = Pick("cad", reason="a serving engine's costs are not modelled; cad decodes the fewest tokens")
-        strategy, request = get_strategy("cad"), replace(request, strategy="cad")
-    run = _regen if strategy.family == "regen" else _program
-    return with_pick(run_scoped(backend.tokenizer, request, line_range,
-                                lambda sub, scoped: run(backend, sub, scoped, strategy, cancel, progress)), picked)
+
+    def run(sub, scoped):  # scoped.strategy: the request's, or the one auto picked (always cad here)
+        strategy = get_strategy(scoped.strategy)
+        return (_regen if strategy.family == "regen" else _program)(backend, sub, scoped, strategy, cancel, progress)
+
+    return run_scoped(backend, request, line_range, run, window=window)
