@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--families", default="", help="only these families (comma-separated)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-snippet-merge", dest="snippet_merge", action="store_false",
-                   help="the model decodes every case (default: pasted snippets that anchor are merged, as in the product)")
+                   help="the model decodes every case (default: pasted changes that pin down the text are applied without it, as in the product)")
     p.add_argument("--device", default="auto")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/selector"), help="output path prefix")
     p.add_argument("--report-only", action="store_true", help="rewrite the summary from --out's .jsonl files")

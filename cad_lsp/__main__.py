@@ -59,7 +59,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--gen-drafter", default=DEFAULT_GEN_DRAFTER, choices=DRAFTERS,
                    help=f"speculative drafter of cad gen bodies (lossless; default: {DEFAULT_GEN_DRAFTER})")
     p.add_argument("--no-snippet-merge", dest="snippet_merge", action="store_false",
-                   help="always decode, even when the instruction carries a snippet that anchors at one place")
+                   help="always decode, even when the instruction carries a pasted change that pins down the new text (a diff, SEARCH/REPLACE blocks, a snippet that anchors at one place)")
     p.add_argument("--no-warm-on-idle", dest="warm_on_idle", action="store_false",
                    help="do not prefill a document's prompt while it is left unchanged (saves CPU, costs latency)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="decode budget per edit (default: auto)")

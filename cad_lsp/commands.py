@@ -32,7 +32,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
-from engine.api import SNIPPET_MERGE, EditCancelled, EditRequest, EngineError, ModelLoadError, get_strategy
+from engine.api import EditCancelled, EditRequest, EngineError, ModelLoadError, get_strategy, planner_note
 from engine.program.grammar import serialize
 from engine.program.breakage import breakage_message, find_breakage
 from engine.program.placeholders import find_lazy_placeholders, refusal_message
@@ -51,8 +51,15 @@ from .versioned_apply import apply_versioned, client_can_apply_edits
 from .worker import CancelSignal, EditJob
 
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
-_MERGED = "pasted snippet merged by its anchors, no decoding"
-MERGED_NOTE = f" ({_MERGED})"   # ends the message of such an edit
+
+
+def _end_note(stats: dict) -> str:
+    """What ends an edit's message: who planned it when not the model, or what ``auto`` ran."""
+    note = planner_note(stats.get("planner", ""))
+    if note:
+        return f" ({note})"
+    return f" (auto ran {stats['picked']})" if stats.get("picked") else ""
+
 
 # Engine errors whose message tells the user what to do.
 _USER_FACING = (EngineError, ModelLoadError)
@@ -220,8 +227,7 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             ls.show(f"Copy-as-Decode: {outcome.message}", types.MessageType.Warning)
         stats["server_ms"] = (time.perf_counter() - t0) * 1000.0
         _log_stats(ls, command, args.uri, stats, outcome.message)
-        note = MERGED_NOTE if stats.get("planner") == SNIPPET_MERGE else \
-            f" (auto ran {stats['picked']})" if stats.get("picked") else ""
+        note = _end_note(stats)
         progress.end(outcome.message + note)
         reply.update(applied=outcome.applied, message=outcome.message + note, discarded=outcome.discarded)
         if outcome.unconfirmed:
@@ -277,12 +283,11 @@ def _stats(stats: Any, job: EditJob, t0: float) -> dict:
 
 
 def _log_stats(ls: Any, command: str, uri: str, stats: dict, outcome: str) -> None:
-    if stats.get("planner") == SNIPPET_MERGE:   # nothing decoded: no speedup to speak of
-        cost = _MERGED
-    else:
-        cost = (f"prompt {stats.get('prompt_tokens')} tokens ({stats.get('prompt_reused', 0)} cached), "
-                f"{stats.get('copied_tokens')} tokens copied, {stats.get('decoded_tokens')} generated, "
-                f"speedup ~{stats.get('speedup_estimate', 1.0):.2f}x")
+    # planned without the model: no speedup to speak of
+    cost = planner_note(stats.get("planner", "")) or (
+        f"prompt {stats.get('prompt_tokens')} tokens ({stats.get('prompt_reused', 0)} cached), "
+        f"{stats.get('copied_tokens')} tokens copied, {stats.get('decoded_tokens')} generated, "
+        f"speedup ~{stats.get('speedup_estimate', 1.0):.2f}x")
     if stats.get("picked"):   # strategy auto: what it ran
         cost += f", auto picked {stats['picked']}"
     ls.log(f"{command} {uri}: {stats['server_ms']:.0f} ms (engine {stats['engine_ms'] or 0:.0f} ms, "

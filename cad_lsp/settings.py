@@ -8,9 +8,10 @@ Owns the ``cad`` settings section and its validation. Keys (camelCase, as client
 * ``genDrafter``: one of :data:`engine.api.DRAFTERS` (the drafter registry), default
   :data:`engine.api.DEFAULT_GEN_DRAFTER` ("replaced-lines"): the speculative drafter of the
   ``cad``/``cad-tokens`` gen bodies (lossless: it changes forwards, never text)
-* ``snippetMerge``: bool, default true. An instruction that carries a pasted snippet (a fenced block
-  with ``... existing code ...`` placeholders) anchoring at one place is merged without the model
-  (:mod:`engine.program.snippet`); false: the strategy always decodes
+* ``snippetMerge``: bool, default true. An instruction that carries a pasted change pinning down the
+  new text (a unified diff, SEARCH/REPLACE blocks, a snippet with ``... existing code ...``
+  placeholders anchoring at one place) is applied without the model (:mod:`engine.program.pasted`);
+  false: the strategy always decodes
 * ``warmOnIdle``: bool, default true. A document left unchanged for a second after it was opened or
   changed has the instruction-free part of its prompt prefilled (:mod:`cad_lsp.warmup`), so its next
   edit starts warm; it runs only when no edit is waiting and the model is loaded

@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"speculative drafter of cad gen bodies (lossless: same edit, fewer forwards; "
                         f"default: {DEFAULT_GEN_DRAFTER})")
     p.add_argument("--no-snippet-merge", dest="snippet_merge", action="store_false",
-                   help="always decode, even when an instruction carries a snippet that anchors at one place")
+                   help="always decode, even when the instruction carries a pasted change that pins down the new text (a diff, SEARCH/REPLACE blocks, a snippet that anchors at one place)")
     p.add_argument("--model", default="default", help="model spec: default, an HF dir, or a .gguf path")
     p.add_argument("--max-new-tokens", type=_budget, default=None, metavar="N|auto",
                    help="decode budget per edit (default: auto = the edited text's tokens + a margin)")

@@ -9,7 +9,8 @@ module or constructing `EditEngine` never imports torch; `load()` (or the first 
     engine = EditEngine()                       # "default" = SmolLM2-135M GGUF, device "auto"
     result = engine.edit(EditRequest(document, "Fix bugs in add.", strategy="cad"))
     result.program, result.text, result.stats, result.warnings
-    result.stats.planner                        # "model", or "snippet-merge" (a pasted snippet merged exactly)
+    result.stats.planner                        # "model", or a model-free planner: "patch", "search-replace",
+                                                # "snippet-merge" (a pasted change applied exactly, engine.program.pasted)
     engine.warm(document, "cad")                # prefill the document's prompt before the instruction is known
 
 `line_range=(a, b)` (1-based inclusive) edits only lines a..b: the model sees that slice, and the
@@ -23,6 +24,7 @@ from typing import Callable
 
 from engine.drafters import DEFAULT_GEN_DRAFTER, DRAFTERS
 from engine.edit import SNIPPET_MERGE, run_edit
+from engine.program.pasted import MODEL, planner_note
 from engine.errors import (
     ContextOverflowError, EditCancelled, EngineError, InvalidRangeError, InvalidRequestError, ModelLoadError,
     UnknownStrategyError,
@@ -36,6 +38,7 @@ __all__ = [
     "STRATEGIES", "DRAFTERS", "DEFAULT_GEN_DRAFTER", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
     "EngineError", "ContextOverflowError", "EditCancelled", "InvalidRangeError",
     "UnknownStrategyError", "InvalidRequestError", "ModelLoadError", "get_strategy", "SNIPPET_MERGE",
+    "MODEL", "planner_note",
 ]
 
 

@@ -14,7 +14,7 @@ import difflib
 import sys
 from pathlib import Path
 
-from engine.api import SNIPPET_MERGE, STRATEGIES, EditEngine, EditRequest, EngineError, Progress
+from engine.api import MODEL, STRATEGIES, EditEngine, EditRequest, EngineError, Progress
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEFAULT_FILE = EXAMPLES / "buggy_stats.py"
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=None, help="decode budget (default: auto)")
     p.add_argument("--lines", type=_parse_lines, help="edit only lines A-B (1-based, inclusive)")
     p.add_argument("--no-snippet-merge", dest="snippet_merge", action="store_false",
-                   help="always decode, even when the instruction carries a snippet that anchors at one place")
+                   help="always decode, even when the instruction carries a pasted change that pins down the new text (a diff, SEARCH/REPLACE blocks, a snippet that anchors at one place)")
     p.add_argument("--device", default="auto")
     p.add_argument("--model", default="default", help="model spec: default, an HF dir or a .gguf path")
     return p
@@ -48,8 +48,8 @@ def _instruction_for(path: Path) -> str | None:
 
 
 def stats_table(stats) -> str:
-    # a merged snippet decoded nothing: there is no forward to compare against regeneration
-    speedup = "n/a (no decoding)" if stats.planner == SNIPPET_MERGE else f"{stats.speedup_estimate:.2f}x"
+    # a pasted change applied without the model decoded nothing: no forward to compare against regeneration
+    speedup = "n/a (no decoding)" if stats.planner != MODEL else f"{stats.speedup_estimate:.2f}x"
     rows = [
         ("decoded tokens", stats.decoded_tokens), ("copied tokens", stats.copied_tokens),
         ("forced tokens", stats.forced_tokens), ("forwards", stats.forwards), ("ops", stats.ops),

@@ -10,8 +10,9 @@ torch (the decoders are imported when an edit runs). Dispatch on the registered 
   * family "auto" -> engine.picker.pick chooses one of the above per request (cost model of the scoped
     text); the result's stats name it (``picked``, ``predicted_ms``).
 Range-scoped requests edit the slice only and are re-based with engine.program.scope. A request whose
-instruction carries a pasted snippet that anchors at one place (engine.program.snippet) is merged
-without decoding when `request.snippet_merge` (the default); the result says `stats.planner`.
+instruction carries a pasted change that pins down the new text (a unified diff, SEARCH/REPLACE blocks,
+a snippet that anchors at one place: the registry of engine.program.pasted) is planned without
+decoding when `request.snippet_merge` (the default); the result says who planned it, `stats.planner`.
 Cancellation (`EditCancelled`, raised by the backend session) passes through unchanged.
 """
 from __future__ import annotations
@@ -25,11 +26,11 @@ from engine.program.grammar import CopyTokens
 from engine.program.oracle import line_program
 from engine.program.resolver import resolve
 from engine.program.scope import rebase_program, slice_lines, splice_text
-from engine.program.snippet import merge_snippet
+from engine.program.pasted import MODEL, plan_pasted
 from engine.strategies import Strategy, get_strategy
 from engine.types import EditResult, EditStats
 
-SNIPPET_MERGE = "snippet-merge"
+SNIPPET_MERGE = "snippet-merge"   # stats.planner of a merged snippet (engine.program.pasted has the others)
 
 
 def _run_regen(loaded, document, request, strategy: Strategy, *, cancel, progress, window, probe):
@@ -108,12 +109,12 @@ def incomplete_warning(stats, request) -> str | None:
     return None
 
 
-def _merged(document: str, text: str):
-    """The (program, text, stats, warnings) of a snippet merged without the model: the oracle's program."""
+def _planned(document: str, planner: str, text: str):
+    """The (program, text, stats, warnings) of an edit planned without the model: the oracle's program."""
     from engine.decode.types import DecodeStats
 
     program = tuple(line_program(document, text))
-    stats = DecodeStats(per_op=[{"kind": SNIPPET_MERGE, "tokens": 0, "forwards": 0, "ms": 0.0}])
+    stats = DecodeStats(per_op=[{"kind": planner, "tokens": 0, "forwards": 0, "ms": 0.0}])
     return program, text, stats, []
 
 
@@ -129,11 +130,11 @@ def run_scoped(backend, request, line_range, run, *, window: int = 32) -> EditRe
     sub = document if line_range is None else slice_lines(document, *line_range)
     if request.max_new_tokens is None:
         request = replace(request, max_new_tokens=auto_budget(tokenizer, sub))
-    merged = merge_snippet(sub, request.instruction) if request.snippet_merge else None
+    planned = plan_pasted(sub, request.instruction) if request.snippet_merge else None
     picked = None
     try:
-        if merged is not None:
-            program, sub_text, stats, warnings = _merged(sub, merged)
+        if planned is not None:
+            program, sub_text, stats, warnings = _planned(sub, *planned)
         else:
             if get_strategy(request.strategy).family == "auto":
                 from engine.picker import pick
@@ -166,7 +167,7 @@ def run_scoped(backend, request, line_range, run, *, window: int = 32) -> EditRe
         forced_tokens=stats.forced_tokens, forwards=stats.forwards, ops=len(program),
         prompt_tokens=stats.prompt_tokens, wall_ms=0.0, per_op=list(stats.per_op),
         truncated=bool(stats.truncated), speedup_estimate=speedup,
-        budget=request.max_new_tokens, planner="model" if merged is None else SNIPPET_MERGE,
+        budget=request.max_new_tokens, planner=MODEL if planned is None else planned[0],
         prompt_reused=stats.prompt_reused,
         picked="" if picked is None else picked.strategy,
         predicted_ms={} if picked is None else dict(picked.predicted_ms),

@@ -28,8 +28,9 @@ class EditRequest:
     max_new_tokens: int | None = None         # None: auto (the edited text's tokens + a margin)
     mode: str = "clipped"
     gen_drafter: str | None = None            # engine.drafters name drafting cad gen bodies; None: the engine's
-    snippet_merge: bool = True                # a pasted snippet that anchors unambiguously is merged without the
-                                              # model (engine.program.snippet); False: the strategy always decodes
+    snippet_merge: bool = True                # a pasted change that pins down the new text (diff, SEARCH/REPLACE,
+                                              # anchored snippet) is applied without the model (engine.program.pasted);
+                                              # False: the strategy always decodes
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Progress:
 @dataclass
 class EditStats:
     """What the edit cost. `speedup_estimate` = estimated regen forwards / actual forwards (1.0 when
-    nothing was decoded: a snippet merge claims no speedup)."""
+    nothing was decoded: a model-free planner claims no speedup)."""
 
     decoded_tokens: int
     copied_tokens: int
@@ -59,7 +60,8 @@ class EditStats:
     truncated: bool = False
     speedup_estimate: float = 1.0
     budget: int = 0            # the max_new_tokens this edit ran with (auto budgets resolved)
-    planner: str = "model"     # who wrote the program: "model" (the strategy decoded it) or "snippet-merge"
+    planner: str = "model"     # who wrote the program: "model" (the strategy decoded it) or a model-free
+                               # planner of engine.program.pasted ("patch", "search-replace", "snippet-merge")
     prompt_reused: int = 0     # prompt positions found in the prefix cache (warm edit; remote: the server's report)
     picked: str = ""           # strategy "auto": the strategy it ran ("" for any other strategy; engine.picker)
     predicted_ms: dict = field(default_factory=dict)  # strategy "auto": each candidate's predicted wall ms

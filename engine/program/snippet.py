@@ -44,10 +44,10 @@ without trailing whitespace (and ``\\r``).
 from __future__ import annotations
 
 import difflib
-import re
 from collections import Counter
 from typing import NamedTuple
 
+from engine.program.pasted_text import DocumentLines, document_lines, fenced_blocks
 from engine.program.placeholders import looks_like_placeholder
 
 __all__ = ["MIN_REACH", "extract_snippets", "merge_snippet"]
@@ -59,34 +59,17 @@ _UNLIKE = 0.3            # ... and below which it is inserted (in between: no me
 _LONE_REACH = 200        # a segment of new lines only looks this far after the cursor for its line ...
 _CLEAR = 0.1             # ... and takes the best look-alike only when it beats the next by this much
 _WORK_LIMIT = 4_000_000  # segments x document lines above which no merge is tried (bounded time)
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
-
-
-def _fenced_blocks(lines: list[str]) -> list[list[str]] | None:
-    """The fenced blocks' lines; None when a fence is left open."""
-    blocks, current, fence = [], None, ""
-    for line in lines:
-        m = _FENCE.match(line)
-        if current is None:
-            if m:
-                current, fence = [], m.group(1)
-        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
-            blocks.append(current)
-            current = None
-        else:
-            current.append(line)
-    return None if current is not None else blocks
 
 
 def extract_snippets(instruction: str, known: set[str]) -> list[list[str]] | None:
     """The snippets' lines (rule 1): every fenced block, else the unfenced snippet; None when there
     is none. ``known``: the document's stripped lines."""
     lines = instruction.split("\n")
-    blocks = _fenced_blocks(lines)
+    blocks = fenced_blocks(lines)
     if blocks is None:
         return None                         # an unclosed fence: not a snippet
     if blocks:
-        return [block for block in blocks if block] or None
+        return [block.lines for block in blocks if block.lines] or None
     if lines and lines[0].rstrip().endswith(":") and lines[0].strip() not in known:
         lines = lines[1:]
     while lines and not lines[-1].strip():
@@ -286,24 +269,7 @@ def _middle(raw: list[str], doc: list[str], lo: int, hi: int, new: list[str], cr
     return out
 
 
-class _Document(NamedTuple):
-    """The document's lines as given (``raw``), as compared (``doc``: no trailing whitespace or
-    ``\r``), the set of its stripped lines (``known``) and whether every line break is CRLF."""
-
-    raw: list[str]
-    doc: list[str]
-    known: set[str]
-    crlf: bool
-
-
-def _document(document: str) -> _Document:
-    raw = document.split("\n")
-    doc = [line.rstrip("\r").rstrip() for line in raw]
-    crlf = len(raw) > 1 and all(line.endswith("\r") for line in raw[:-1])
-    return _Document(raw, doc, {line.strip() for line in doc}, crlf)
-
-
-def _merge_block(document: _Document, snippet: list[str]) -> list[str] | None:
+def _merge_block(document: DocumentLines, snippet: list[str]) -> list[str] | None:
     """The document's lines with one snippet merged (rules 2-4), or None when it does not anchor."""
     raw, doc, known, crlf = document
     segments = _segments(snippet, known)
@@ -339,7 +305,7 @@ def _hunks(old: list[str], new: list[str]) -> list[tuple[int, int, list[str]]]:
 def merge_snippet(document: str, instruction: str) -> str | None:
     """The document with the instruction's snippets merged in (module rules), or None: no snippet,
     one that does not anchor, two that change the same lines, or no change at all (rule 5)."""
-    doc = _document(document)
+    doc = document_lines(document)
     snippets = extract_snippets(instruction, doc.known)
     if not snippets:
         return None

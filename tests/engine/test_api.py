@@ -153,6 +153,22 @@ def test_pasted_snippet_is_merged_without_decoding(tiny_engine, line_range):
     assert [op for op in result.program if isinstance(op, Gen)] == [Gen("\nline_5 = 50\n")]
 
 
+DIFF = "Apply this patch:\n```diff\n@@ -4,3 +4,3 @@\n line_4 = 4\n-line_5 = 5\n+line_5 = 50\n line_6 = 6\n```"
+
+
+@pytest.mark.parametrize("line_range", [None, (3, 7)])
+def test_pasted_diff_is_applied_without_decoding(tiny_engine, line_range):
+    """A unified diff is placed by its context (the line numbers of the whole file do not matter
+    inside a range), exactly, no forward; the program is the oracle's, re-based."""
+    result = tiny_engine.edit(EditRequest(DOC, DIFF, line_range=line_range))
+    assert result.text == DOC.replace("line_5 = 5\n", "line_5 = 50\n")
+    assert result.stats.planner == "patch" and result.stats.forwards == 0
+    assert resolve(result.program, DOC, "strict").text == result.text
+    assert [op for op in result.program if isinstance(op, Gen)] == [Gen("\nline_5 = 50\n")]
+    off = tiny_engine.edit(EditRequest(DOC, DIFF, snippet_merge=False, max_new_tokens=8))
+    assert off.stats.planner == "model" and off.stats.forwards > 0
+
+
 def test_snippet_merge_off_decodes_with_the_model(tiny_engine):
     result = tiny_engine.edit(EditRequest(DOC, SNIPPET, snippet_merge=False, max_new_tokens=8))
     assert result.stats.planner == "model" and result.stats.forwards > 0

@@ -126,6 +126,21 @@ async def test_pasted_snippet_is_merged_and_applied_without_decoding(client):
     assert any("merged by its anchors" in m.message for m in client.log_messages)
 
 
+async def test_pasted_diff_is_applied_without_decoding(client):
+    """A chat model's unified diff (no line numbers) is placed by its context lines and applied exactly."""
+    uri = _uri("diff")
+    open_doc(client, uri, DOC)
+    instruction = ("Here is the fix:\n```diff\n@@ ... @@\n             if idx != idx2:\n"
+                   "-                distance = elem - elem2\n+                distance = abs(elem - elem2)\n"
+                   "                 if distance < threshold:\n```\nIt takes the absolute difference.")
+    reply = await asyncio.wait_for(execute(client, "cad.applyEdit", {"uri": uri, "instruction": instruction}), 600)
+    assert reply["applied"] is True and reply["stats"]["planner"] == "patch"
+    assert reply["stats"]["forwards"] == 0 and reply["message"].endswith("(pasted diff applied by its context lines, no decoding)")
+    text = _check_applied(client, uri, DOC, reply)
+    assert text == DOC.replace("distance = elem - elem2", "distance = abs(elem - elem2)")
+    assert any("pasted diff applied" in m.message for m in client.log_messages)
+
+
 async def test_auto_strategy_says_what_it_ran(client):
     """strategy "auto" on the default weights (trained for edit programs only) runs cad and says so."""
     uri = _uri("auto")

@@ -1,0 +1,58 @@
+"""The two texts a pasted change is read from: the document's lines and the instruction's fenced blocks.
+
+Shared by the model-free planners (`engine.program.pasted`): the snippet merger, the patch applier
+and the SEARCH/REPLACE applier. Lines compare without trailing whitespace (and ``\\r``); what they
+write keeps the document's own lines byte for byte and its line breaks (CRLF when every break is).
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+__all__ = ["DocumentLines", "FencedBlock", "document_lines", "fenced_blocks", "new_line"]
+
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([^\s`]*)")
+
+
+class DocumentLines(NamedTuple):
+    """The document's lines as given (``raw``), as compared (``keys``: no trailing whitespace or
+    ``\\r``), the set of its stripped lines (``known``) and whether every line break is CRLF."""
+
+    raw: list[str]
+    keys: list[str]
+    known: set[str]
+    crlf: bool
+
+
+def document_lines(document: str) -> DocumentLines:
+    raw = document.split("\n")
+    keys = [line.rstrip("\r").rstrip() for line in raw]
+    crlf = len(raw) > 1 and all(line.endswith("\r") for line in raw[:-1])
+    return DocumentLines(raw, keys, {line.strip() for line in keys}, crlf)
+
+
+def new_line(line: str, crlf: bool) -> str:
+    """A pasted line as the document writes it: its own ``\\r`` dropped, the document's added."""
+    line = line.rstrip("\r")
+    return line + "\r" if crlf else line
+
+
+class FencedBlock(NamedTuple):
+    info: str          # the fence's info string, lower case ("diff", "python", "" when none)
+    lines: list[str]
+
+
+def fenced_blocks(lines: list[str]) -> list[FencedBlock] | None:
+    """The Markdown fenced blocks (```` ``` ```` or ``~~~``) of ``lines``; None when a fence is left open."""
+    blocks, current, fence, info = [], None, "", ""
+    for line in lines:
+        m = _FENCE.match(line)
+        if current is None:
+            if m:
+                current, fence, info = [], m.group(1), m.group(2).lower()
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
+            blocks.append(FencedBlock(info, current))
+            current = None
+        else:
+            current.append(line)
+    return None if current is not None else blocks

@@ -1,0 +1,212 @@
+"""Apply a pasted unified diff by its context lines, without the model.
+
+Code review, ``git diff`` and chat models hand out changes as unified diffs ("Apply this patch:" and
+a ```` ```diff ```` block). Such an instruction says exactly what the new text is, so it is applied
+here, exactly and in microseconds, like ``patch`` without fuzz; the edit program is the oracle's
+program for the result (`engine.edit`). When the diff does not pin down one result, ``apply_patch``
+returns ``None`` and the next planner (or the model) takes the instruction.
+
+1. **Finding the diff**: the instruction's fenced blocks that hold a hunk header (``@@``), or whose
+   info string is ``diff``/``patch``/``udiff`` (a chat model's diff often has no header: the block
+   is then one hunk); without such a block, the instruction's lines from its first hunk header on
+   (a diff pasted as is may show fences of the document's own, a docstring's say, in its lines).
+   File headers (``diff --git``, ``---``/``+++``) split it into files: the file whose every hunk
+   places in the document is the one applied (none or several: no merge).
+2. **A hunk** is its header (``@@ -a,b +c,d @@``; chat models write ``@@ ... @@`` or ``@@``: no line
+   numbers) and the lines after it that start with ``" "`` (context), ``-`` (removed) or ``+``
+   (added); an empty line is blank context (editors strip the space), except empty lines at the
+   hunk's end beyond its header's counts (or all of them, without counts), which end the hunk;
+   ``\\ No newline at end of file`` is ignored. A ``+``/``-`` line outside any hunk means the diff
+   is malformed (a context line lost its leading space, say): no merge, nothing half-applied.
+3. **Placing a hunk**: its old lines (context and removed) must occur in the document after the
+   previous hunk, comparing lines without trailing whitespace. One occurrence: there. Several: the
+   one nearest the header's line (moved by the previous hunks' offset); a tie, or no line numbers,
+   is no merge. A hunk without old lines (a pure insertion) goes where its line numbers say.
+4. **All or nothing**: every hunk must place, else ``None``; a result equal to the document (a diff
+   already applied, say) is ``None`` too. Context lines keep the document's text and line breaks;
+   added lines are written as given, with the document's line breaks.
+The instruction's prose is not read: a diff is the whole of what is applied.
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from engine.program.pasted_text import DocumentLines, document_lines, fenced_blocks, new_line
+
+__all__ = ["Hunk", "apply_patch", "find_diff_files", "looks_like_diff"]
+
+DIFF_INFOS = ("diff", "patch", "udiff")
+_HEADER = re.compile(r"^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_BARE_HEADER = re.compile(r"^@@(?:\s.*)?$")
+
+
+class Hunk(NamedTuple):
+    lines: list[tuple[str, str]]   # (" " | "-" | "+", text)
+    old_start: int | None          # 1-based first old line from the header (None: no numbers)
+    old_count: int | None
+
+    @property
+    def old(self) -> list[str]:
+        return [text for kind, text in self.lines if kind != "+"]
+
+
+def _is_header(line: str) -> bool:
+    return bool(_HEADER.match(line) or _BARE_HEADER.match(line))
+
+
+def _file_header(lines: list[str], i: int) -> int:
+    """How many lines of a file header start at ``i`` (``diff --git``: 1; ``---`` + ``+++``: 2; else 0)."""
+    if lines[i].startswith("diff --git ") or lines[i].startswith("Index: "):
+        return 1
+    if lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+        return 2
+    return 0
+
+
+def _read_hunk(lines: list[str], i: int, header: str) -> tuple[Hunk, int]:
+    """The hunk whose body starts at line ``i`` and the index after it (rule 2)."""
+    m = _HEADER.match(header)
+    old_start = int(m.group(1)) if m else None
+    old_count = (int(m.group(2)) if m.group(2) is not None else 1) if m else None
+    body, from_empty = [], []
+    while i < len(lines):
+        line = lines[i]
+        if _is_header(line) or _file_header(lines, i):
+            break
+        if line.startswith("\\"):
+            i += 1
+            continue
+        stripped = line.rstrip("\r")
+        if stripped[:1] in (" ", "-", "+"):
+            body.append((stripped[0], stripped[1:]))
+            from_empty.append(False)
+        elif not stripped.strip():
+            body.append((" ", ""))
+            from_empty.append(True)
+        else:
+            break
+        i += 1
+    while body and from_empty[-1]:     # trailing empty lines end the hunk unless the counts claim them
+        if old_count is not None and sum(kind != "+" for kind, _ in body) <= old_count:
+            break
+        body.pop()
+        from_empty.pop()
+    return Hunk(body, old_start, old_count), i
+
+
+def _parse_files(lines: list[str], headerless: bool) -> list[list[Hunk]] | None:
+    """The diff's files, each a list of hunks; None when it is malformed (rule 2)."""
+    if headerless and not any(_is_header(line) for line in lines):
+        at = 0
+        while at < len(lines) and _file_header(lines, at):
+            at += _file_header(lines, at)
+        hunk, end = _read_hunk(lines, at, "@@")
+        if any(line.strip() for line in lines[end:]) or not any(kind != " " for kind, _ in hunk.lines):
+            return None
+        return [[hunk]]
+    files, hunks, i = [], [], 0
+    while i < len(lines):
+        skip = _file_header(lines, i)
+        if skip:
+            if hunks:
+                files.append(hunks)
+            hunks, i = [], i + skip
+        elif _is_header(lines[i]):
+            hunk, i = _read_hunk(lines, i + 1, lines[i])
+            hunks.append(hunk)
+        elif lines[i][:1] in ("+", "-") and (hunks or files):
+            return None                 # a change line outside any hunk: malformed
+        else:
+            i += 1
+    if hunks:
+        files.append(hunks)
+    return files
+
+
+def find_diff_files(instruction: str) -> list[list[Hunk]] | None:
+    """The files of the instruction's diff (rule 1), or None when it holds none (or a malformed one)."""
+    lines = instruction.split("\n")
+    files = []
+    for block in fenced_blocks(lines) or ():
+        tagged = block.info in DIFF_INFOS
+        if tagged or any(_is_header(line) for line in block.lines):
+            found = _parse_files(block.lines, headerless=tagged)
+            if found is None:
+                return None
+            files.extend(found)
+    if files:
+        return files
+    start = next((i for i, line in enumerate(lines) if _is_header(line)), None)
+    if start is None:
+        return None
+    while start > 0 and (lines[start - 1].startswith(("--- ", "+++ ", "diff --git ", "index ", "Index: "))):
+        start -= 1
+    return _parse_files(lines[start:], headerless=False) or None
+
+
+def looks_like_diff(instruction: str) -> bool:
+    """Whether the instruction shows a diff at all (a hunk header, or a block tagged as one)."""
+    lines = instruction.split("\n")
+    return any(_is_header(line) for line in lines) or \
+        any(block.info in DIFF_INFOS for block in fenced_blocks(lines) or ())
+
+
+def _occurrences(keys: list[str], old: list[str], cursor: int) -> list[int]:
+    old = [line.rstrip("\r").rstrip() for line in old]
+    n = len(old)
+    return [a for a in range(cursor, len(keys) - n + 1) if keys[a] == old[0] and keys[a:a + n] == old]
+
+
+def _place(doc: DocumentLines, hunk: Hunk, cursor: int, offset: int) -> int | None:
+    """The 0-based document line where the hunk's old lines start (rule 3), or None."""
+    hint = None if hunk.old_start is None else hunk.old_start - 1 + offset
+    if not hunk.old:
+        if hunk.old_start is None:
+            return None
+        at = hunk.old_start + offset          # "-a,0": the new lines go after old line a
+        return at if cursor <= at <= len(doc.keys) else None
+    found = _occurrences(doc.keys, hunk.old, cursor)
+    if len(found) == 1:
+        return found[0]
+    if not found or hint is None:
+        return None
+    found.sort(key=lambda a: abs(a - hint))
+    return None if abs(found[0] - hint) == abs(found[1] - hint) else found[0]
+
+
+def _apply_file(doc: DocumentLines, hunks: list[Hunk]) -> list[str] | None:
+    out, cursor, offset = [], 0, 0
+    for hunk in hunks:
+        at = _place(doc, hunk, cursor, offset)
+        if at is None:
+            return None
+        if hunk.old_start is not None:
+            offset = at - (hunk.old_start - 1 if hunk.old else hunk.old_start)
+        out.extend(doc.raw[cursor:at])
+        pos = at
+        for kind, text in hunk.lines:
+            if kind == "+":
+                out.append(new_line(text, doc.crlf))
+            else:
+                if kind == " ":
+                    out.append(doc.raw[pos])
+                pos += 1
+        cursor = pos
+    out.extend(doc.raw[cursor:])
+    if doc.crlf and out and out[-1].endswith("\r") and not doc.raw[-1].endswith("\r"):
+        out[-1] = out[-1][:-1]                # a new last line: the document's last line has no break
+    return out
+
+
+def apply_patch(document: str, instruction: str) -> str | None:
+    """The document with the instruction's unified diff applied (module rules), or None."""
+    files = find_diff_files(instruction)
+    if not files:
+        return None
+    doc = document_lines(document)
+    results = {tuple(out) for out in (_apply_file(doc, hunks) for hunks in files) if out is not None}
+    if len(results) != 1:
+        return None
+    text = "\n".join(results.pop())
+    return None if text == document else text
