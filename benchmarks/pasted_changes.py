@@ -92,6 +92,7 @@ def _pairs(files: list[Path]):
 
 def evaluate(files: list[Path]) -> tuple[list[dict], dict]:
     counts: dict[str, Counter] = {name: Counter() for name in VARIANTS}
+    reasons: dict[str, Counter] = {name: Counter() for name in VARIANTS}   # why cases were left, per variant
     triggered, instructions, seconds, n = Counter(), 0, 0.0, 0
     for family, doc, gold, instruction in _pairs(files):
         if doc == gold:
@@ -111,18 +112,19 @@ def evaluate(files: list[Path]) -> tuple[list[dict], dict]:
             seconds += time.perf_counter() - start
             c = counts[name]
             c["cases"] += 1
-            if planned is None:
+            if planned.text is None:
                 c["left"] += 1
+                reasons[name][re.sub(r"\d+", "N", re.sub(r"\(from .*\)", "(from …)", planned.reason))] += 1
             else:
-                c["exact" if planned[1] == gold else "wrong"] += 1
-                c[f"by {planned[0]}"] += 1
+                c["exact" if planned.text == gold else "wrong"] += 1
+                c[f"by {planned.planner}"] += 1
     rows = []
     for name, c in counts.items():
         rows.append({"variant": name, "cases": c["cases"], "exact": c["exact"], "wrong": c["wrong"],
                      "left": c["left"], "exact_rate": round(c["exact"] / max(1, c["cases"]), 4),
                      "planners": ", ".join(f"{k[3:]} {v}" for k, v in sorted(c.items()) if k.startswith("by "))})
     calls = sum(c["cases"] for c in counts.values())
-    return rows, {"edits": n, "own_instructions": instructions, "own_instructions_triggered": dict(triggered),
+    return rows, {"left_reasons": {name: dict(r.most_common(5)) for name, r in reasons.items() if r}, "edits": n, "own_instructions": instructions, "own_instructions_triggered": dict(triggered),
                   "ms_per_plan": round(1000 * seconds / max(1, calls), 3)}
 
 

@@ -130,11 +130,12 @@ def run_scoped(backend, request, line_range, run, *, window: int = 32) -> EditRe
     sub = document if line_range is None else slice_lines(document, *line_range)
     if request.max_new_tokens is None:
         request = replace(request, max_new_tokens=auto_budget(tokenizer, sub))
-    planned = plan_pasted(sub, request.instruction) if request.snippet_merge else None
+    pasted = plan_pasted(sub, request.instruction) if request.snippet_merge else None
+    planned = pasted if pasted is not None and pasted.text is not None else None
     picked = None
     try:
         if planned is not None:
-            program, sub_text, stats, warnings = _planned(sub, *planned)
+            program, sub_text, stats, warnings = _planned(sub, planned.planner, planned.text)
         else:
             if get_strategy(request.strategy).family == "auto":
                 from engine.picker import pick
@@ -142,6 +143,9 @@ def run_scoped(backend, request, line_range, run, *, window: int = 32) -> EditRe
                 picked = pick(backend, sub, request.instruction, window=window)
                 request = replace(request, strategy=picked.strategy)
             program, sub_text, stats, warnings = run(sub, request)
+            declined = pasted.declined_warning() if pasted is not None else None
+            if declined:
+                warnings = [declined, *warnings]
     except ContextOverflowError as exc:
         if line_range is not None:
             a, b = line_range
@@ -167,7 +171,7 @@ def run_scoped(backend, request, line_range, run, *, window: int = 32) -> EditRe
         forced_tokens=stats.forced_tokens, forwards=stats.forwards, ops=len(program),
         prompt_tokens=stats.prompt_tokens, wall_ms=0.0, per_op=list(stats.per_op),
         truncated=bool(stats.truncated), speedup_estimate=speedup,
-        budget=request.max_new_tokens, planner=MODEL if planned is None else planned[0],
+        budget=request.max_new_tokens, planner=MODEL if planned is None else planned.planner,
         prompt_reused=stats.prompt_reused,
         picked="" if picked is None else picked.strategy,
         predicted_ms={} if picked is None else dict(picked.predicted_ms),

@@ -3,8 +3,8 @@
 The registry (``PLANNERS``), in order: the first planner that *claims* the instruction (it shows that
 planner's format: a hunk header, a SEARCH marker; the snippet merger claims the rest) plans it or,
 when the pasted change does not pin down one result that differs from the document, leaves it to
-the model (``None``; a later planner never reads a format that is not its own: SEARCH/REPLACE blocks
-are no snippet). The edit program of a planned edit is the oracle's program for its text
+the model (``text`` None, and the ``reason`` the edit's warnings show; a later planner never reads a
+format that is not its own: SEARCH/REPLACE blocks are no snippet). The edit program of a planned edit is the oracle's program for its text
 (`engine.edit`), so the editor gets the same minimal TextEdits as for a decoded edit. None of them
 reads the instruction's prose.
 
@@ -19,35 +19,53 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from engine.program.patch import apply_patch, looks_like_diff
-from engine.program.search_replace import apply_search_replace, has_markers
+from engine.program.pasted_text import NoPlan
+from engine.program.patch import looks_like_diff, plan_patch
+from engine.program.search_replace import has_markers, plan_search_replace
 from engine.program.snippet import merge_snippet
 
-__all__ = ["MODEL", "PLANNERS", "PastedPlanner", "plan_pasted", "planner_note"]
+__all__ = ["MODEL", "PLANNERS", "PastedPlan", "PastedPlanner", "plan_pasted", "planner_note"]
 
 MODEL = "model"   # the planner name of an edit the strategy decoded
 
 
 class PastedPlanner(NamedTuple):
     name: str                                  # ``stats.planner`` of the edits it plans
+    what: str                                  # what the user pasted, for messages ("diff")
     note: str                                  # how front ends describe such an edit
     claims: Callable[[str], bool]              # instruction -> is it in this planner's format?
-    plan: Callable[[str, str], str | None]     # (document, instruction) -> new text, or None
+    plan: Callable[[str, str], str | None]     # (document, instruction) -> new text; None or NoPlan: no plan
+
+
+class PastedPlan(NamedTuple):
+    planner: str
+    text: str | None      # None: the pasted change does not pin down one result; the model decodes
+    reason: str = ""      # why not, when the planner can say (the edit's warnings show it)
+
+    def declined_warning(self) -> str | None:
+        if self.text is not None or not self.reason:
+            return None
+        what = next(p.what for p in PLANNERS if p.name == self.planner)
+        return f"the pasted {what} could not be applied as is: {self.reason}; the model decoded the instruction instead"
 
 
 PLANNERS: tuple[PastedPlanner, ...] = (
-    PastedPlanner("patch", "pasted diff applied by its context lines, no decoding", looks_like_diff, apply_patch),
-    PastedPlanner("search-replace", "pasted SEARCH/REPLACE blocks applied, no decoding", has_markers,
-                  apply_search_replace),
-    PastedPlanner("snippet-merge", "pasted snippet merged by its anchors, no decoding", lambda _: True, merge_snippet),
+    PastedPlanner("patch", "diff", "pasted diff applied by its context lines, no decoding", looks_like_diff,
+                  plan_patch),
+    PastedPlanner("search-replace", "SEARCH/REPLACE blocks", "pasted SEARCH/REPLACE blocks applied, no decoding",
+                  has_markers, plan_search_replace),
+    PastedPlanner("snippet-merge", "snippet", "pasted snippet merged by its anchors, no decoding", lambda _: True,
+                  merge_snippet),
 )
 
 
-def plan_pasted(document: str, instruction: str) -> tuple[str, str] | None:
-    """``(planner name, new text)`` of the planner that claims the instruction, or None (the model decodes)."""
+def plan_pasted(document: str, instruction: str) -> PastedPlan:
+    """The plan of the planner that claims the instruction (its ``text`` None: the model decodes)."""
     planner = next(p for p in PLANNERS if p.claims(instruction))
-    text = planner.plan(document, instruction)
-    return None if text is None else (planner.name, text)
+    try:
+        return PastedPlan(planner.name, planner.plan(document, instruction))
+    except NoPlan as exc:
+        return PastedPlan(planner.name, None, str(exc))
 
 
 def planner_note(name: str) -> str | None:

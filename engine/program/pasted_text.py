@@ -9,9 +9,14 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["DocumentLines", "FencedBlock", "document_lines", "fenced_blocks", "new_line"]
+__all__ = ["DocumentLines", "FencedBlock", "NoPlan", "document_lines", "fenced_blocks", "new_line"]
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([^\s`]*)")
+
+
+class NoPlan(ValueError):
+    """A pasted change in a planner's format that does not pin down one result; the message says why
+    (the user sees it: the model decoded the instruction instead)."""
 
 
 class DocumentLines(NamedTuple):

@@ -3,8 +3,8 @@
 Code review, ``git diff`` and chat models hand out changes as unified diffs ("Apply this patch:" and
 a ```` ```diff ```` block). Such an instruction says exactly what the new text is, so it is applied
 here, exactly and in microseconds, like ``patch`` without fuzz; the edit program is the oracle's
-program for the result (`engine.edit`). When the diff does not pin down one result, ``apply_patch``
-returns ``None`` and the next planner (or the model) takes the instruction.
+program for the result (`engine.edit`). When the diff does not pin down one result, ``plan_patch``
+raises ``NoPlan`` saying why (``apply_patch`` returns ``None``) and the model decodes the instruction.
 
 1. **Finding the diff**: the instruction's fenced blocks that hold a hunk header (``@@``), or whose
    info string is ``diff``/``patch``/``udiff`` (a chat model's diff often has no header: the block
@@ -32,9 +32,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from engine.program.pasted_text import DocumentLines, document_lines, fenced_blocks, new_line
+from engine.program.pasted_text import DocumentLines, NoPlan, document_lines, fenced_blocks, new_line
 
-__all__ = ["Hunk", "apply_patch", "find_diff_files", "looks_like_diff"]
+__all__ = ["Hunk", "apply_patch", "find_diff_files", "looks_like_diff", "plan_patch"]
 
 DIFF_INFOS = ("diff", "patch", "udiff")
 _HEADER = re.compile(r"^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -95,15 +95,18 @@ def _read_hunk(lines: list[str], i: int, header: str) -> tuple[Hunk, int]:
     return Hunk(body, old_start, old_count), i
 
 
-def _parse_files(lines: list[str], headerless: bool) -> list[list[Hunk]] | None:
-    """The diff's files, each a list of hunks; None when it is malformed (rule 2)."""
+def _parse_files(lines: list[str], headerless: bool) -> list[list[Hunk]]:
+    """The diff's files, each a list of hunks; ``NoPlan`` when it is malformed (rule 2)."""
     if headerless and not any(_is_header(line) for line in lines):
         at = 0
         while at < len(lines) and _file_header(lines, at):
             at += _file_header(lines, at)
         hunk, end = _read_hunk(lines, at, "@@")
-        if any(line.strip() for line in lines[end:]) or not any(kind != " " for kind, _ in hunk.lines):
-            return None
+        rest = next((line for line in lines[end:] if line.strip()), None)
+        if rest is not None:
+            raise NoPlan(f"the diff block's line {rest[:60]!r} is no context, '-' or '+' line")
+        if not any(kind != " " for kind, _ in hunk.lines):
+            raise NoPlan("the diff block changes no line")
         return [[hunk]]
     files, hunks, i = [], [], 0
     while i < len(lines):
@@ -116,7 +119,8 @@ def _parse_files(lines: list[str], headerless: bool) -> list[list[Hunk]] | None:
             hunk, i = _read_hunk(lines, i + 1, lines[i])
             hunks.append(hunk)
         elif lines[i][:1] in ("+", "-") and (hunks or files):
-            return None                 # a change line outside any hunk: malformed
+            raise NoPlan(f"the diff line {lines[i][:60]!r} is a change outside any hunk "
+                         f"(a context line above it may have lost its leading space)")
         else:
             i += 1
     if hunks:
@@ -125,16 +129,13 @@ def _parse_files(lines: list[str], headerless: bool) -> list[list[Hunk]] | None:
 
 
 def find_diff_files(instruction: str) -> list[list[Hunk]] | None:
-    """The files of the instruction's diff (rule 1), or None when it holds none (or a malformed one)."""
+    """The files of the instruction's diff (rule 1); None when it holds none; ``NoPlan`` when malformed."""
     lines = instruction.split("\n")
     files = []
     for block in fenced_blocks(lines) or ():
         tagged = block.info in DIFF_INFOS
         if tagged or any(_is_header(line) for line in block.lines):
-            found = _parse_files(block.lines, headerless=tagged)
-            if found is None:
-                return None
-            files.extend(found)
+            files.extend(_parse_files(block.lines, headerless=tagged))
     if files:
         return files
     start = next((i for i, line in enumerate(lines) if _is_header(line)), None)
@@ -158,29 +159,38 @@ def _occurrences(keys: list[str], old: list[str], cursor: int) -> list[int]:
     return [a for a in range(cursor, len(keys) - n + 1) if keys[a] == old[0] and keys[a:a + n] == old]
 
 
-def _place(doc: DocumentLines, hunk: Hunk, cursor: int, offset: int) -> int | None:
-    """The 0-based document line where the hunk's old lines start (rule 3), or None."""
+def _place(doc: DocumentLines, hunk: Hunk, cursor: int, offset: int) -> int:
+    """The 0-based document line where the hunk's old lines start (rule 3); ``NoPlan`` says why not."""
     hint = None if hunk.old_start is None else hunk.old_start - 1 + offset
     if not hunk.old:
         if hunk.old_start is None:
-            return None
+            raise NoPlan("it only adds lines and has no line numbers to say where")
         at = hunk.old_start + offset          # "-a,0": the new lines go after old line a
-        return at if cursor <= at <= len(doc.keys) else None
+        if not cursor <= at <= len(doc.keys):
+            raise NoPlan(f"it adds lines after line {hunk.old_start}, outside the document")
+        return at
     found = _occurrences(doc.keys, hunk.old, cursor)
     if len(found) == 1:
         return found[0]
-    if not found or hint is None:
-        return None
+    first = hunk.old[0].strip()[:50]
+    if not found:
+        where = "in the document" if cursor == 0 else "after the previous hunk"
+        raise NoPlan(f"its {len(hunk.old)} context and removed lines (from {first!r}) are not {where}")
+    if hint is None:
+        raise NoPlan(f"its lines (from {first!r}) occur at {len(found)} places and it has no line numbers")
     found.sort(key=lambda a: abs(a - hint))
-    return None if abs(found[0] - hint) == abs(found[1] - hint) else found[0]
+    if abs(found[0] - hint) == abs(found[1] - hint):
+        raise NoPlan(f"its lines (from {first!r}) occur at two places equally near its line numbers")
+    return found[0]
 
 
-def _apply_file(doc: DocumentLines, hunks: list[Hunk]) -> list[str] | None:
+def _apply_file(doc: DocumentLines, hunks: list[Hunk]) -> list[str]:
     out, cursor, offset = [], 0, 0
-    for hunk in hunks:
-        at = _place(doc, hunk, cursor, offset)
-        if at is None:
-            return None
+    for k, hunk in enumerate(hunks, 1):
+        try:
+            at = _place(doc, hunk, cursor, offset)
+        except NoPlan as exc:
+            raise NoPlan(f"hunk {k} does not fit: {exc}") from None
         if hunk.old_start is not None:
             offset = at - (hunk.old_start - 1 if hunk.old else hunk.old_start)
         out.extend(doc.raw[cursor:at])
@@ -199,14 +209,31 @@ def _apply_file(doc: DocumentLines, hunks: list[Hunk]) -> list[str] | None:
     return out
 
 
-def apply_patch(document: str, instruction: str) -> str | None:
-    """The document with the instruction's unified diff applied (module rules), or None."""
+def plan_patch(document: str, instruction: str) -> str:
+    """The document with the instruction's unified diff applied (module rules); ``NoPlan`` says why not."""
     files = find_diff_files(instruction)
     if not files:
-        return None
+        raise NoPlan("no diff hunk was found")
     doc = document_lines(document)
-    results = {tuple(out) for out in (_apply_file(doc, hunks) for hunks in files) if out is not None}
-    if len(results) != 1:
-        return None
+    results, reasons = set(), []
+    for hunks in files:
+        try:
+            results.add(tuple(_apply_file(doc, hunks)))
+        except NoPlan as exc:
+            reasons.append(str(exc))
+    if not results:
+        raise NoPlan(reasons[0] if len(files) == 1 else f"none of its {len(files)} files fits ({reasons[0]}, ...)")
+    if len(results) > 1:
+        raise NoPlan(f"{len(results)} of its files fit the document, with different results")
     text = "\n".join(results.pop())
-    return None if text == document else text
+    if text == document:
+        raise NoPlan("applying it changes nothing (is it applied already?)")
+    return text
+
+
+def apply_patch(document: str, instruction: str) -> str | None:
+    """``plan_patch``'s text, or None."""
+    try:
+        return plan_patch(document, instruction)
+    except NoPlan:
+        return None

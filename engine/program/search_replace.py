@@ -9,8 +9,8 @@
 Each block's SEARCH lines must occur **exactly once** in the text the earlier blocks left (lines
 compare without trailing whitespace); they are replaced by its REPLACE lines. Aider takes the first
 occurrence; here an ambiguous block, one that is not found, an empty SEARCH part or a malformed
-block (a marker missing) leaves the whole instruction to the next planner or the model (``None``):
-never a half-applied edit. Markers are 5 to 9 of ``<``, ``=``, ``>`` (7 in Aider), alone on their
+block (a marker missing) leaves the whole instruction to the model (``NoPlan`` says why;
+``apply_search_replace`` returns ``None``): never a half-applied edit. Markers are 5 to 9 of ``<``, ``=``, ``>`` (7 in Aider), alone on their
 line; anything around the blocks (a file name, fences, prose) is not read. A result equal to the
 document is ``None``. Replaced lines are written with the document's line breaks.
 """
@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from engine.program.pasted_text import document_lines, new_line
+from engine.program.pasted_text import NoPlan, document_lines, new_line
 
-__all__ = ["Block", "apply_search_replace", "find_blocks", "has_markers"]
+__all__ = ["Block", "apply_search_replace", "find_blocks", "has_markers", "plan_search_replace"]
 
 _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\s*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
@@ -38,8 +38,8 @@ def has_markers(instruction: str) -> bool:
     return any(_SEARCH.match(line.rstrip("\r")) for line in instruction.split("\n"))
 
 
-def find_blocks(instruction: str) -> list[Block] | None:
-    """The instruction's blocks in order; None when it has none or one is malformed."""
+def find_blocks(instruction: str) -> list[Block]:
+    """The instruction's blocks in order; ``NoPlan`` when it has none or one is malformed."""
     blocks, part, state = [], ([], []), None
     for line in instruction.split("\n"):
         line = line.rstrip("\r")
@@ -47,38 +47,52 @@ def find_blocks(instruction: str) -> list[Block] | None:
             if _SEARCH.match(line):
                 part, state = ([], []), 0
             elif _DIVIDER.match(line) or _REPLACE.match(line):
-                return None
+                raise NoPlan(f"block {len(blocks) + 1}: {line.strip()!r} comes before its SEARCH marker")
         elif state == 0 and _DIVIDER.match(line):
             state = 1
         elif state == 1 and _REPLACE.match(line):
             blocks.append(Block(*part))
             state = None
         elif _SEARCH.match(line) or _REPLACE.match(line) or (state == 1 and _DIVIDER.match(line)):
-            return None
+            raise NoPlan(f"block {len(blocks) + 1}: {line.strip()!r} comes out of order")
         else:
             part[state].append(line)
-    return blocks if blocks and state is None else None
-
-
-def apply_search_replace(document: str, instruction: str) -> str | None:
-    """The document with the instruction's SEARCH/REPLACE blocks applied (module rules), or None."""
-    blocks = find_blocks(instruction)
+    if state is not None:
+        raise NoPlan(f"block {len(blocks) + 1} has no {'=======' if state == 0 else '>>>>>>> REPLACE'} line")
     if not blocks:
-        return None
+        raise NoPlan("no SEARCH/REPLACE block was found")
+    return blocks
+
+
+def plan_search_replace(document: str, instruction: str) -> str:
+    """The document with the instruction's SEARCH/REPLACE blocks applied (module rules); ``NoPlan`` says why not."""
+    blocks = find_blocks(instruction)
     doc = document_lines(document)
     raw, keys = list(doc.raw), list(doc.keys)
-    for block in blocks:
+    for k, block in enumerate(blocks, 1):
         want = [line.rstrip() for line in block.search]
         if not any(want):
-            return None
+            raise NoPlan(f"block {k}'s SEARCH part is empty or blank lines only: it says not where")
         n = len(want)
         hits = [a for a in range(len(keys) - n + 1) if keys[a] == want[0] and keys[a:a + n] == want]
         if len(hits) != 1:
-            return None
+            first = next(line for line in want if line).strip()[:50]
+            found = "is not in the document" if not hits else f"occurs at {len(hits)} places"
+            raise NoPlan(f"block {k}'s SEARCH part (from {first!r}) {found}")
         a = hits[0]
         raw[a:a + n] = [new_line(line, doc.crlf) for line in block.replace]
         keys[a:a + n] = [line.rstrip() for line in block.replace]
     if doc.crlf and raw and raw[-1].endswith("\r") and not doc.raw[-1].endswith("\r"):
         raw[-1] = raw[-1][:-1]
     text = "\n".join(raw)
-    return None if text == document else text
+    if text == document:
+        raise NoPlan("applying the blocks changes nothing")
+    return text
+
+
+def apply_search_replace(document: str, instruction: str) -> str | None:
+    """``plan_search_replace``'s text, or None."""
+    try:
+        return plan_search_replace(document, instruction)
+    except NoPlan:
+        return None

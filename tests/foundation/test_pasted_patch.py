@@ -182,16 +182,31 @@ def test_a_search_block_found_twice_is_ambiguous():
 
 def test_the_registry_tries_diff_then_search_replace_then_snippet():
     assert [p.name for p in PLANNERS] == ["patch", "search-replace", "snippet-merge"]
-    assert plan_pasted(DOC, fenced(git_diff(DOC, NEW))) == ("patch", NEW)
-    assert plan_pasted(DOC, SR) == ("search-replace", NEW)
+    assert plan_pasted(DOC, fenced(git_diff(DOC, NEW))) == ("patch", NEW, "")
+    assert plan_pasted(DOC, SR) == ("search-replace", NEW, "")
     snippet = "```python\ndef save(path, data):\n    # ... existing code ...\n    return len(data.encode())\n```"
-    assert plan_pasted(DOC, snippet) == ("snippet-merge", DOC.replace("len(data)", "len(data.encode())"))
-    assert plan_pasted(DOC, "Fix the bug in load.") is None
+    assert plan_pasted(DOC, snippet) == ("snippet-merge", DOC.replace("len(data)", "len(data.encode())"), "")
+    assert plan_pasted(DOC, "Fix the bug in load.") == ("snippet-merge", None, "")   # nothing to say
     assert "diff" in planner_note("patch") and planner_note("model") is None
 
 
 def test_a_format_that_does_not_apply_is_left_to_the_model_not_to_the_next_planner():
     """SEARCH/REPLACE blocks whose SEARCH is ambiguous are no snippet (the merger would read them as one)."""
     ambiguous = "```\n<<<<<<< SEARCH\nx = 0\n=======\nx = 9\n>>>>>>> REPLACE\n```"
-    assert plan_pasted(REPEATED, ambiguous) is None
-    assert plan_pasted(DOC, fenced("@@ ... @@\n-    nothing like this\n+    x = 1\n")) is None
+    plan = plan_pasted(REPEATED, ambiguous)
+    assert (plan.planner, plan.text) == ("search-replace", None)
+    assert plan.declined_warning() == ("the pasted SEARCH/REPLACE blocks could not be applied as is: block 1's SEARCH "
+                                       "part (from 'x = 0') occurs at 2 places; the model decoded the instruction instead")
+    plan = plan_pasted(DOC, fenced("@@ ... @@\n-    nothing like this\n+    x = 1\n"))
+    assert (plan.planner, plan.text) == ("patch", None)
+    assert "hunk 1 does not fit: its 1 context and removed lines (from 'nothing like this') are not in the document" \
+        in plan.declined_warning()
+
+
+@pytest.mark.parametrize("diff, reason", [
+    ("@@ -4,4 +4,4 @@\n def load(path):\nwith open(path) as fh:\n-        data = 1\n", "a change outside any hunk"),
+    ("@@ ... @@\n+import sys\n", "no line numbers to say where"),
+    ("@@ -1 +1 @@\n import os\n", "changes nothing"),
+])
+def test_the_reason_a_diff_was_not_applied_says_what_to_fix(diff, reason):
+    assert reason in plan_pasted(DOC, fenced(diff)).reason
