@@ -22,7 +22,7 @@ from typing import Callable, NamedTuple
 from engine.program.pasted_text import NoPlan
 from engine.program.patch import looks_like_diff, plan_patch
 from engine.program.search_replace import has_markers, plan_search_replace
-from engine.program.snippet import merge_snippet
+from engine.program.snippet import plan_snippet
 
 __all__ = ["MODEL", "PLANNERS", "PastedPlan", "PastedPlanner", "plan_pasted", "planner_note"]
 
@@ -55,7 +55,7 @@ PLANNERS: tuple[PastedPlanner, ...] = (
     PastedPlanner("search-replace", "SEARCH/REPLACE blocks", "pasted SEARCH/REPLACE blocks applied, no decoding",
                   has_markers, plan_search_replace),
     PastedPlanner("snippet-merge", "snippet", "pasted snippet merged by its anchors, no decoding", lambda _: True,
-                  merge_snippet),
+                  plan_snippet),
 )
 
 

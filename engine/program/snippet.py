@@ -47,10 +47,10 @@ import difflib
 from collections import Counter
 from typing import NamedTuple
 
-from engine.program.pasted_text import DocumentLines, document_lines, fenced_blocks
+from engine.program.pasted_text import DocumentLines, NoPlan, document_lines, fenced_blocks
 from engine.program.placeholders import looks_like_placeholder
 
-__all__ = ["MIN_REACH", "extract_snippets", "merge_snippet"]
+__all__ = ["MIN_REACH", "extract_snippets", "merge_snippet", "plan_snippet"]
 
 MIN_REACH = 8            # a segment may drop unshown lines: at most max(MIN_REACH, its own length)
 _STARTS_TRIED = 16       # leading-anchor places compared when the leading run is not unique
@@ -269,22 +269,24 @@ def _middle(raw: list[str], doc: list[str], lo: int, hi: int, new: list[str], cr
     return out
 
 
-def _merge_block(document: DocumentLines, snippet: list[str]) -> list[str] | None:
-    """The document's lines with one snippet merged (rules 2-4), or None when it does not anchor."""
+def _merge_block(document: DocumentLines, snippet: list[str]) -> list[str]:
+    """The document's lines with one snippet merged (rules 2-4); ``NoPlan`` when it does not anchor."""
     raw, doc, known, crlf = document
     segments = _segments(snippet, known)
     if len(segments) * (len(doc) + _LONE_REACH) > _WORK_LIMIT:
-        return None                            # a pathological paste: not worth the server's time
+        raise NoPlan("it is too large to place")   # a pathological paste: not worth the server's time
     out, cursor = [], 0
     for seg in segments:
         placed = _place(doc, seg.lines, cursor)
+        first = next(line for line in seg.lines if line.strip()).strip()[:50]
         if placed is None:
-            return None
+            raise NoPlan(f"its lines from {first!r} fit no one place of the document (after the part above "
+                         f"them) without dropping unshown lines; paste more lines around the change")
         if placed == "skip":
             continue
         a, lead, end, trail = placed
         if not _edges_agree(doc, seg, a, end):
-            return None
+            raise NoPlan(f"a blank line at its edge beside {first!r} may delete code there; leave it out")
         lines = seg.lines
         out.extend(raw[cursor:a + lead])
         out.extend(_middle(raw, doc, a + lead, end + 1 - trail, lines[lead:len(lines) - trail], crlf))
@@ -302,23 +304,43 @@ def _hunks(old: list[str], new: list[str]) -> list[tuple[int, int, list[str]]]:
             difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if tag != "equal"]
 
 
-def merge_snippet(document: str, instruction: str) -> str | None:
-    """The document with the instruction's snippets merged in (module rules), or None: no snippet,
-    one that does not anchor, two that change the same lines, or no change at all (rule 5)."""
+def plan_snippet(document: str, instruction: str) -> str | None:
+    """The document with the instruction's snippets merged in (module rules); None when it has no
+    snippet; ``NoPlan`` (with the reason when the snippet is about this document: it has a placeholder
+    or two of its lines) for one that does not anchor, two that change the same lines, or no change."""
     doc = document_lines(document)
     snippets = extract_snippets(instruction, doc.known)
     if not snippets:
         return None
+    try:
+        return _merge_all(document, doc, snippets)
+    except NoPlan as exc:
+        lines = [line for snippet in snippets for line in snippet]
+        about = sum(1 for line in lines if line.strip() and line.strip() in doc.known) >= 2 or \
+            any(_is_placeholder(line, doc.known) for line in lines)
+        raise NoPlan(str(exc) if about else "") from None
+
+
+def merge_snippet(document: str, instruction: str) -> str | None:
+    """``plan_snippet``'s text, or None: no snippet, one that does not anchor, two that change the same
+    lines, or no change at all (rule 5)."""
+    try:
+        return plan_snippet(document, instruction)
+    except NoPlan:
+        return None
+
+
+def _merge_all(document: str, doc: DocumentLines, snippets: list[list[str]]) -> str:
     hunks = []
-    for snippet in snippets:                   # each against the document, so order does not matter
-        merged = _merge_block(doc, snippet)
-        if merged is None:
-            return None
-        hunks.extend(_hunks(doc.raw, merged))
+    for k, snippet in enumerate(snippets, 1):   # each against the document, so order does not matter
+        try:
+            hunks.extend(_hunks(doc.raw, _merge_block(doc, snippet)))
+        except NoPlan as exc:
+            raise NoPlan(f"block {k} of {len(snippets)}: {exc}" if len(snippets) > 1 else str(exc)) from None
     hunks.sort(key=lambda h: (h[0], h[1]))
     for (a1, a2, _), (b1, b2, _) in zip(hunks, hunks[1:]):
         if b1 < a2 or (b1 == a1 and b1 == b2):   # overlapping, or two insertions at one place
-            return None
+            raise NoPlan("two of its blocks change the same lines")
     out, at = [], 0
     for i1, i2, new in hunks:
         out.extend(doc.raw[at:i1])
@@ -326,4 +348,6 @@ def merge_snippet(document: str, instruction: str) -> str | None:
         at = i2
     out.extend(doc.raw[at:])
     text = "\n".join(out)
-    return None if text == document else text
+    if text == document:
+        raise NoPlan("")                       # rule 5: the code may be what the instruction is about
+    return text

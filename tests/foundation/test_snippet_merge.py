@@ -205,3 +205,17 @@ def test_merged_text_round_trips_through_the_oracle_program():
         assert merged is not None and merged.split("\n")[i] == body[1]
         program = line_program(doc, merged)
         assert resolve(program, doc, "strict").text == merged
+
+
+def test_a_snippet_about_the_document_that_does_not_merge_says_why_and_others_stay_silent():
+    from engine.program.pasted import plan_pasted
+
+    stray = fenced("def load(path):\n    # ... existing code ...\n    return data.strip()\n    x = 1\n\n\ndef gone():\n    pass", "python")
+    plan = plan_pasted(PY, stray)
+    assert plan.text is None and "fit no one place of the document" in plan.declined_warning()
+    assert "'return data.strip()'" in plan.reason
+    quoted = "Why is this slow?\n```python\n    with open(path) as fh:\n        data = fh.read()\n```"
+    unrelated = fenced("$ pip install --upgrade requests", "sh")
+    for instruction in (quoted, unrelated, "Fix the bug in load."):   # nothing to say: the model just decodes
+        plan = plan_pasted(PY, instruction)
+        assert (plan.text, plan.declined_warning()) == (None, None)
