@@ -11,41 +11,19 @@ when they are missing. One test runs the real default model.
 """
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-DRIVER = Path(__file__).with_name("eglot_driver.el")
-ELPA = Path("/usr/share/emacs/site-lisp/elpa")
-DOC = ('"""Stats 📊 helpers: ünïcode on a copied line."""\n'
-       "# cad: add a marker 🎯\n"
-       "def mean(values):\n"
-       "    return sum(values) / len(values)  # 😀 after the code\n")
+from tests.editors.emacs_harness import DOC, EGLOT_DRIVER, REPO, has_emacs_package
+from tests.editors.emacs_harness import run_emacs as run_harness
 
-pytestmark = pytest.mark.skipif(shutil.which("emacs") is None or not any(ELPA.glob("eglot-*")),
+pytestmark = pytest.mark.skipif(not has_emacs_package("eglot"),
                                 reason="Emacs with eglot is not installed (apt-get install emacs-nox elpa-eglot)")
 
 
-def run_emacs(tmp_path: Path, text: str, server: list[str], pick: str, timeout: float = 300) -> dict:
-    project = tmp_path / "project"
-    project.mkdir(exist_ok=True)
-    path = project / "stats.py"
-    path.write_text(text, encoding="utf-8")
-    out = tmp_path / "out.json"
-    env = dict(os.environ, CAD_FILE=str(path), CAD_SERVER=json.dumps(server), CAD_OUT=str(out), CAD_PICK=pick,
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), HOME=str(tmp_path))
-    done = subprocess.run(["emacs", "--batch", "-Q", "-l", str(DRIVER)], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0 and out.is_file(), done.stderr[-3000:]
-    result = json.loads(out.read_text(encoding="utf-8"))
-    result["stderr"] = done.stderr
-    return result
+def run_emacs(tmp_path, text, server, pick, timeout: float = 300) -> dict:
+    return run_harness(tmp_path, text, server, pick, driver=EGLOT_DRIVER, timeout=timeout)
 
 
 def test_instruction_comment_edit_applies_through_plain_eglot(tmp_path):
