@@ -27,7 +27,7 @@ from engine.edit import SNIPPET_MERGE, run_edit
 from engine.program.pasted import MODEL, planner_note
 from engine.errors import (
     ContextOverflowError, EditCancelled, EngineError, InvalidRangeError, InvalidRequestError, ModelLoadError,
-    UnknownStrategyError,
+    PastedChangeError, UnknownStrategyError,
 )
 from engine.program.scope import check_range
 from engine.remote.spec import is_remote_spec
@@ -38,7 +38,7 @@ __all__ = [
     "STRATEGIES", "DRAFTERS", "DEFAULT_GEN_DRAFTER", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
     "EngineError", "ContextOverflowError", "EditCancelled", "InvalidRangeError",
     "UnknownStrategyError", "InvalidRequestError", "ModelLoadError", "get_strategy", "SNIPPET_MERGE",
-    "MODEL", "planner_note",
+    "MODEL", "planner_note", "PastedChangeError",
 ]
 
 

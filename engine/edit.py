@@ -13,6 +13,7 @@ Range-scoped requests edit the slice only and are re-based with engine.program.s
 instruction carries a pasted change that pins down the new text (a unified diff, SEARCH/REPLACE blocks,
 a snippet that anchors at one place: the registry of engine.program.pasted) is planned without
 decoding when `request.snippet_merge` (the default); the result says who planned it, `stats.planner`.
+A diff or SEARCH/REPLACE blocks that do not fit raise `PastedChangeError` (nothing changes).
 Cancellation (`EditCancelled`, raised by the backend session) passes through unchanged.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from engine.drafters import DEFAULT_GEN_DRAFTER
-from engine.errors import ContextOverflowError, ProgramResolveError
+from engine.errors import ContextOverflowError, PastedChangeError, ProgramResolveError
 from engine.program.eol import adapt_program, adapt_text, uses_crlf
 from engine.program.grammar import CopyTokens
 from engine.program.oracle import line_program
@@ -131,6 +132,8 @@ def run_scoped(backend, request, line_range, run, *, window: int = 32) -> EditRe
     if request.max_new_tokens is None:
         request = replace(request, max_new_tokens=auto_budget(tokenizer, sub))
     pasted = plan_pasted(sub, request.instruction) if request.snippet_merge else None
+    if pasted is not None and pasted.refused:
+        raise PastedChangeError(pasted.refusal())
     planned = pasted if pasted is not None and pasted.text is not None else None
     picked = None
     try:

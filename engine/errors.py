@@ -12,6 +12,7 @@ caller's cancel event was set, and it reaches the caller unchanged.
       InvalidRequestError            (also ValueError) a request field the engine cannot use
       InvalidRangeError              (also ValueError) a bad 1-based inclusive line range
       ProgramResolveError            the decoded program does not resolve (strict mode)
+      PastedChangeError              a pasted diff / SEARCH/REPLACE blocks that do not fit the document
     ModelLoadError (RuntimeError)    the model could not be located or loaded
     AdapterError (ValueError)        an adapter directory that is missing, incomplete or for another base
     TokenTableError (ValueError)     a tokenizer cannot express the grammar
@@ -62,6 +63,11 @@ class InvalidRangeError(EngineError, ValueError):
 
 class ProgramResolveError(EngineError):
     """The decoded program does not resolve against the document (strict mode)."""
+
+
+class PastedChangeError(EngineError):
+    """The instruction is a diff or SEARCH/REPLACE blocks that do not pin down one result for this
+    document: nothing is changed (the model is not asked to improvise an exact format)."""
 
 
 class ModelLoadError(RuntimeError):

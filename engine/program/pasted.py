@@ -1,10 +1,13 @@
 """Model-free planners: a pasted change that says exactly what the new text is is applied without the model.
 
 The registry (``PLANNERS``), in order: the first planner that *claims* the instruction (it shows that
-planner's format: a hunk header, a SEARCH marker; the snippet merger claims the rest) plans it or,
-when the pasted change does not pin down one result that differs from the document, leaves it to
-the model (``text`` None, and the ``reason`` the edit's warnings show; a later planner never reads a
-format that is not its own: SEARCH/REPLACE blocks are no snippet). The edit program of a planned edit is the oracle's program for its text
+planner's format: a hunk header, a SEARCH marker; the snippet merger claims the rest) plans it. When
+the pasted change does not pin down one result that differs from the document (``text`` None, with
+the ``reason``), an *exact* format (a diff, SEARCH/REPLACE blocks) is refused: the edit fails with
+that reason and changes nothing (`engine.edit` raises ``PastedChangeError``; a diff for other files,
+or one whose context is stale, is not the model's to improvise); a snippet, whose format is loose, is
+left to the model, and the edit's warnings say why. A later planner never reads a format that is
+not its own: SEARCH/REPLACE blocks are no snippet. The edit program of a planned edit is the oracle's program for its text
 (`engine.edit`), so the editor gets the same minimal TextEdits as for a decoded edit. None of them
 reads the instruction's prose.
 
@@ -35,6 +38,7 @@ class PastedPlanner(NamedTuple):
     note: str                                  # how front ends describe such an edit
     claims: Callable[[str], bool]              # instruction -> is it in this planner's format?
     plan: Callable[[str, str], str | None]     # (document, instruction) -> new text; None or NoPlan: no plan
+    exact: bool                                # an exact format: what does not fit is an error, not the model's
 
 
 class PastedPlan(NamedTuple):
@@ -42,20 +46,35 @@ class PastedPlan(NamedTuple):
     text: str | None      # None: the pasted change does not pin down one result; the model decodes
     reason: str = ""      # why not, when the planner can say (the edit's warnings show it)
 
+    @property
+    def _planner(self) -> PastedPlanner:
+        return next(p for p in PLANNERS if p.name == self.planner)
+
+    @property
+    def refused(self) -> bool:
+        """An exact format (a diff, SEARCH/REPLACE blocks) that does not fit: the edit is an error."""
+        return self.text is None and self._planner.exact
+
+    def refusal(self) -> str:
+        return (f"the pasted {self._planner.what} could not be applied as is: {self.reason}. Nothing was changed. "
+                f"Fix the paste, or turn snippet merging off (setting snippetMerge = false, --no-snippet-merge) "
+                f"to have the model decode it as an instruction")
+
     def declined_warning(self) -> str | None:
-        if self.text is not None or not self.reason:
+        """A snippet that did not merge (the model decoded it): why, when the merger can say; else None."""
+        if self.text is not None or not self.reason or self.refused:
             return None
-        what = next(p.what for p in PLANNERS if p.name == self.planner)
-        return f"the pasted {what} could not be applied as is: {self.reason}; the model decoded the instruction instead"
+        return (f"the pasted {self._planner.what} could not be applied as is: {self.reason}; "
+                f"the model decoded the instruction instead")
 
 
 PLANNERS: tuple[PastedPlanner, ...] = (
     PastedPlanner("patch", "diff", "pasted diff applied by its context lines, no decoding", looks_like_diff,
-                  plan_patch),
+                  plan_patch, exact=True),
     PastedPlanner("search-replace", "SEARCH/REPLACE blocks", "pasted SEARCH/REPLACE blocks applied, no decoding",
-                  has_markers, plan_search_replace),
+                  has_markers, plan_search_replace, exact=True),
     PastedPlanner("snippet-merge", "snippet", "pasted snippet merged by its anchors, no decoding", lambda _: True,
-                  plan_snippet),
+                  plan_snippet, exact=False),
 )
 
 

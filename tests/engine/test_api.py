@@ -11,7 +11,7 @@ import pytest
 
 from engine.api import (
     STRATEGIES, ContextOverflowError, EditCancelled, EditEngine, EditRequest, EditResult, EngineError,
-    InvalidRangeError, InvalidRequestError, Progress, UnknownStrategyError,
+    InvalidRangeError, InvalidRequestError, PastedChangeError, Progress, UnknownStrategyError,
 )
 from engine.program.grammar import CopyLines, Gen
 from engine.program.resolver import resolve
@@ -169,12 +169,14 @@ def test_pasted_diff_is_applied_without_decoding(tiny_engine, line_range):
     assert off.stats.planner == "model" and off.stats.forwards > 0
 
 
-def test_a_pasted_diff_that_does_not_fit_is_decoded_and_the_warning_says_why(tiny_engine):
+def test_a_pasted_diff_that_does_not_fit_is_refused_and_says_why(tiny_engine):
+    """Nothing is decoded or changed; with snippet merging off the model decodes the paste instead."""
     stale = DIFF.replace(" line_4 = 4", " line_4 = 40")
-    result = tiny_engine.edit(EditRequest(DOC, stale, max_new_tokens=8))
+    with pytest.raises(PastedChangeError, match=r"^the pasted diff could not be applied as is: hunk 1 does not "
+                                                r"fit: .*'line_4 = 40'.*Nothing was changed.*snippetMerge = false"):
+        tiny_engine.edit(EditRequest(DOC, stale, max_new_tokens=8))
+    result = tiny_engine.edit(EditRequest(DOC, stale, max_new_tokens=8, snippet_merge=False))
     assert result.stats.planner == "model" and result.stats.forwards > 0
-    assert result.warnings[0].startswith("the pasted diff could not be applied as is: hunk 1 does not fit: ")
-    assert "'line_4 = 40'" in result.warnings[0]
 
 
 def test_snippet_merge_off_decodes_with_the_model(tiny_engine):

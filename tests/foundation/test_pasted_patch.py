@@ -194,13 +194,13 @@ def test_a_format_that_does_not_apply_is_left_to_the_model_not_to_the_next_plann
     """SEARCH/REPLACE blocks whose SEARCH is ambiguous are no snippet (the merger would read them as one)."""
     ambiguous = "```\n<<<<<<< SEARCH\nx = 0\n=======\nx = 9\n>>>>>>> REPLACE\n```"
     plan = plan_pasted(REPEATED, ambiguous)
-    assert (plan.planner, plan.text) == ("search-replace", None)
-    assert plan.declined_warning() == ("the pasted SEARCH/REPLACE blocks could not be applied as is: block 1's SEARCH "
-                                       "part (from 'x = 0') occurs at 2 places; the model decoded the instruction instead")
+    assert (plan.planner, plan.text, plan.refused, plan.declined_warning()) == ("search-replace", None, True, None)
+    assert plan.refusal().startswith("the pasted SEARCH/REPLACE blocks could not be applied as is: block 1's SEARCH "
+                                     "part (from 'x = 0') occurs at 2 places. Nothing was changed.")
     plan = plan_pasted(DOC, fenced("@@ ... @@\n-    nothing like this\n+    x = 1\n"))
-    assert (plan.planner, plan.text) == ("patch", None)
+    assert (plan.planner, plan.text, plan.refused) == ("patch", None, True)
     assert "hunk 1 does not fit: its 1 context and removed lines (from 'nothing like this') are not in the document" \
-        in plan.declined_warning()
+        in plan.refusal()
 
 
 @pytest.mark.parametrize("diff, reason", [

@@ -141,6 +141,18 @@ async def test_pasted_diff_is_applied_without_decoding(client):
     assert any("pasted diff applied" in m.message for m in client.log_messages)
 
 
+async def test_a_diff_for_another_file_is_refused_and_nothing_changes(client):
+    """A diff whose context is not in this document: an error that says which hunk, no decode, no edit."""
+    uri = _uri("otherdiff")
+    open_doc(client, uri, DOC)
+    before = len(client.docs.applied)
+    instruction = "```diff\n--- a/util.py\n+++ b/util.py\n@@ -1,2 +1,2 @@\n-import os\n+import sys\n def f():\n```"
+    with pytest.raises(JsonRpcException, match="the pasted diff could not be applied as is: hunk 1 does not fit"):
+        await asyncio.wait_for(execute(client, "cad.applyEdit", {"uri": uri, "instruction": instruction}), 600)
+    assert len(client.docs.applied) == before and client.docs.texts[uri] == DOC
+    assert any("Nothing was changed" in m.message for m in client.messages)
+
+
 async def test_auto_strategy_says_what_it_ran(client):
     """strategy "auto" on the default weights (trained for edit programs only) runs cad and says so."""
     uri = _uri("auto")
