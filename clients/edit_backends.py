@@ -60,12 +60,8 @@ class InProcessBackend:
         self.engine = api.EditEngine(model, device, on_status=on_status, gen_drafter=gen_drafter)
 
     def edit(self, text, instruction, line_range, *, path=None) -> EditOutcome:
+        # the engine loads the model on the first edit that needs it (a pasted diff does not)
         api = self._api
-        if not self.engine.loaded:
-            try:
-                self.engine.load()
-            except Exception as exc:
-                raise BackendStartError(f"could not load the model: {exc}") from exc
         request = api.EditRequest(document=text, instruction=instruction, strategy=self.strategy,
                                   line_range=line_range, max_new_tokens=self.max_new_tokens,
                                   snippet_merge=self.snippet_merge)
@@ -76,6 +72,8 @@ class InProcessBackend:
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # an engine bug must fail this job, not crash the whole batch
+            if not self.engine.loaded:   # the model did not load: no later job can run either
+                raise BackendStartError(f"could not load the model: {exc}") from exc
             raise BackendError(f"{path or '<text>'}: internal engine error "
                                f"{type(exc).__name__}: {exc} (please report)") from exc
         stats = result.stats

@@ -23,7 +23,7 @@ import time
 from typing import Callable
 
 from engine.drafters import DEFAULT_GEN_DRAFTER, DRAFTERS
-from engine.edit import SNIPPET_MERGE, run_edit
+from engine.edit import SNIPPET_MERGE, pasted_edit, run_edit
 from engine.program.pasted import MODEL, planner_note
 from engine.errors import (
     ContextOverflowError, EditCancelled, EngineError, InvalidRangeError, InvalidRequestError, ModelLoadError,
@@ -134,8 +134,15 @@ class EditEngine:
     def edit(self, request: EditRequest, *, cancel: threading.Event | None = None,
              progress: Callable[[Progress], None] | None = None) -> EditResult:
         """Run one edit. Raises UnknownStrategyError / InvalidRangeError / InvalidRequestError,
-        ContextOverflowError (suggests a range-scoped edit) and EditCancelled."""
+        ContextOverflowError (suggests a range-scoped edit), PastedChangeError (a pasted diff that does
+        not fit) and EditCancelled. A pasted change that pins down the new text is applied without
+        loading the model."""
         rng = validate(request)
+        start = time.perf_counter()
+        planned, _ = pasted_edit(request, rng)       # a pasted change that pins the text: no model needed
+        if planned is not None:
+            planned.stats.wall_ms = (time.perf_counter() - start) * 1000.0
+            return planned
         self.load()
         with self._edit_lock:
             start = time.perf_counter()

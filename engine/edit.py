@@ -14,6 +14,7 @@ instruction carries a pasted change that pins down the new text (a unified diff,
 a snippet that anchors at one place: the registry of engine.program.pasted) is planned without
 decoding when `request.snippet_merge` (the default); the result says who planned it, `stats.planner`.
 A diff or SEARCH/REPLACE blocks that do not fit raise `PastedChangeError` (nothing changes).
+`pasted_edit` needs no backend: `engine.api.EditEngine.edit` tries it before loading the model.
 Cancellation (`EditCancelled`, raised by the backend session) passes through unchanged.
 """
 from __future__ import annotations
@@ -110,13 +111,44 @@ def incomplete_warning(stats, request) -> str | None:
     return None
 
 
-def _planned(document: str, planner: str, text: str):
-    """The (program, text, stats, warnings) of an edit planned without the model: the oracle's program."""
-    from engine.decode.types import DecodeStats
+def _rebase(document: str, sub: str, line_range, program, sub_text: str, warnings: list[str]):
+    """The program and text of the whole document for an edit of lines ``line_range`` (or all of it)."""
+    if line_range is None:
+        return program, sub_text
+    a, b = line_range
+    text = splice_text(document, a, b, sub_text)
+    if any(isinstance(op, CopyTokens) for op in program):
+        return tuple(line_program(document, text)), text
+    program = rebase_program(program, a, b, len(document.split("\n")), len(sub.split("\n")))
+    rebased = resolve(program, document, "strict").text
+    if rebased != text:
+        warnings.append("range re-base: program and text disagreed; text follows the program")
+    return program, rebased
 
-    program = tuple(line_program(document, text))
-    stats = DecodeStats(per_op=[{"kind": planner, "tokens": 0, "forwards": 0, "ms": 0.0}])
-    return program, text, stats, []
+
+def pasted_edit(request, line_range) -> tuple[EditResult | None, list[str]]:
+    """The edit of a pasted change that pins down the new text (``engine.program.pasted``), planned and
+    assembled without the model, or None when the model must decode; and the warnings for that decode
+    (why a pasted snippet did not merge). Raises ``PastedChangeError`` for a diff or SEARCH/REPLACE
+    blocks that do not fit. Needs no backend: ``EditEngine.edit`` tries it before loading the model."""
+    if not request.snippet_merge:
+        return None, []
+    document = request.document
+    sub = document if line_range is None else slice_lines(document, *line_range)
+    pasted = plan_pasted(sub, request.instruction)
+    if pasted.refused:
+        raise PastedChangeError(pasted.refusal())
+    if pasted.text is None:
+        declined = pasted.declined_warning()
+        return None, [declined] if declined else []
+    warnings: list[str] = []
+    program, text = _rebase(document, sub, line_range, tuple(line_program(sub, pasted.text)), pasted.text, warnings)
+    stats = EditStats(decoded_tokens=0, copied_tokens=0, forced_tokens=0, forwards=0, ops=len(program),
+                      prompt_tokens=0, wall_ms=0.0,
+                      per_op=[{"kind": pasted.planner, "tokens": 0, "forwards": 0, "ms": 0.0}],
+                      truncated=False, speedup_estimate=1.0,   # nothing decoded: no speedup claimed
+                      budget=request.max_new_tokens or 0, planner=pasted.planner)
+    return EditResult(program=tuple(program), text=text, stats=stats, warnings=warnings), []
 
 
 def run_scoped(backend, request, line_range, run, *, window: int = 32) -> EditResult:
@@ -124,49 +156,32 @@ def run_scoped(backend, request, line_range, run, *, window: int = 32) -> EditRe
 
     ``run`` returns ``(program, sub_text, DecodeStats, warnings)`` for the scoped text ``sub``; the
     in-process engine (``run_edit``) and the remote backend (``engine.remote.edit``) share the rest:
-    the auto budget, strategy ``auto``'s pick (``engine.picker.pick`` on the scoped text: ``run`` gets
-    the request with the picked strategy), the range hint of a context overflow, the re-base and the stats.
+    a pasted change planned without the model (``pasted_edit``), the auto budget, strategy ``auto``'s
+    pick (``engine.picker.pick`` on the scoped text: ``run`` gets the request with the picked
+    strategy), the range hint of a context overflow, the re-base and the stats.
     """
+    planned, notes = pasted_edit(request, line_range)
+    if planned is not None:
+        return planned
     tokenizer, document = backend.tokenizer, request.document
     sub = document if line_range is None else slice_lines(document, *line_range)
     if request.max_new_tokens is None:
         request = replace(request, max_new_tokens=auto_budget(tokenizer, sub))
-    pasted = plan_pasted(sub, request.instruction) if request.snippet_merge else None
-    if pasted is not None and pasted.refused:
-        raise PastedChangeError(pasted.refusal())
-    planned = pasted if pasted is not None and pasted.text is not None else None
     picked = None
     try:
-        if planned is not None:
-            program, sub_text, stats, warnings = _planned(sub, planned.planner, planned.text)
-        else:
-            if get_strategy(request.strategy).family == "auto":
-                from engine.picker import pick
+        if get_strategy(request.strategy).family == "auto":
+            from engine.picker import pick
 
-                picked = pick(backend, sub, request.instruction, window=window)
-                request = replace(request, strategy=picked.strategy)
-            program, sub_text, stats, warnings = run(sub, request)
-            declined = pasted.declined_warning() if pasted is not None else None
-            if declined:
-                warnings = [declined, *warnings]
+            picked = pick(backend, sub, request.instruction, window=window)
+            request = replace(request, strategy=picked.strategy)
+        program, sub_text, stats, warnings = run(sub, request)
     except ContextOverflowError as exc:
         if line_range is not None:
             a, b = line_range
             exc.args = (f"{exc.args[0]} (lines {a}-{b} were selected; select fewer)",)
         raise
-    if line_range is not None:
-        a, b = line_range
-        text = splice_text(document, a, b, sub_text)
-        if any(isinstance(op, CopyTokens) for op in program):
-            program = tuple(line_program(document, text))
-        else:
-            program = rebase_program(program, a, b, len(document.split("\n")), len(sub.split("\n")))
-            rebased = resolve(program, document, "strict").text
-            if rebased != text:
-                warnings.append("range re-base: program and text disagreed; text follows the program")
-                text = rebased
-    else:
-        text = sub_text
+    warnings = [*notes, *warnings]
+    program, text = _rebase(document, sub, line_range, program, sub_text, warnings)
     output_tokens = len(tokenizer.encode(sub_text, add_special_tokens=False)) + 1
     speedup = output_tokens / stats.forwards if stats.forwards else 1.0  # nothing decoded: none claimed
     edit_stats = EditStats(
@@ -174,7 +189,7 @@ def run_scoped(backend, request, line_range, run, *, window: int = 32) -> EditRe
         forced_tokens=stats.forced_tokens, forwards=stats.forwards, ops=len(program),
         prompt_tokens=stats.prompt_tokens, wall_ms=0.0, per_op=list(stats.per_op),
         truncated=bool(stats.truncated), speedup_estimate=speedup,
-        budget=request.max_new_tokens, planner=MODEL if planned is None else planned.planner,
+        budget=request.max_new_tokens, planner=MODEL,
         prompt_reused=stats.prompt_reused,
         picked="" if picked is None else picked.strategy,
         predicted_ms={} if picked is None else dict(picked.predicted_ms),

@@ -66,6 +66,26 @@ def test_diff_mode_prints_diff_and_changes_nothing(tmp_path, capsys):
     assert not (tmp_path / JOURNAL_NAME).exists()
 
 
+def test_a_multi_file_diff_is_applied_file_by_file_without_loading_the_model(tmp_path, capsys):
+    """Each file gets the diff's section that fits it; the model (here one that cannot load) is never needed;
+    a file the diff does not fit fails with the reason and stays as it was."""
+    a, b, c = (tmp_path / name for name in ("a.py", "b.py", "c.py"))
+    a.write_text("def a():\n    return 1\n")
+    b.write_text("def b():\n    return 2\n")
+    c.write_text("def c():\n    return 3\n")
+    diff = ("--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n def a():\n-    return 1\n+    return 10\n"
+            "--- a/b.py\n+++ b/b.py\n@@ -1,2 +1,2 @@\n def b():\n-    return 2\n+    return 20\n")
+    code = batch.main([str(a), str(b), "-i", diff, "--write", "--root", str(tmp_path), "--model", str(tmp_path / "none"),
+                       "--json", str(tmp_path / "report.json")])
+    assert (a.read_text(), b.read_text(), c.read_text()) == ("def a():\n    return 10\n", "def b():\n    return 20\n",
+                                                             "def c():\n    return 3\n")
+    assert code == 0
+    code = batch.main([str(c), "-i", diff, "--write", "--root", str(tmp_path), "--model", str(tmp_path / "none"),
+                       "--json", str(tmp_path / "report.json")])
+    assert code != 0 and c.read_text() == "def c():\n    return 3\n"
+    assert "the pasted diff could not be applied as is: none of its 2 files fits" in (tmp_path / "report.json").read_text()
+
+
 def test_write_preserves_crlf_mode_and_missing_final_newline(tmp_path):
     crlf = tmp_path / "crlf.py"
     crlf.write_bytes(b"a = 1\r\nb = 2\r\n")

@@ -275,3 +275,14 @@ def test_demo_says_a_merged_snippet_has_no_speedup_to_estimate(tiny_engine, monk
     assert demo.main(["--instruction", snippet.read_text()]) == 0
     out = capsys.readouterr().out
     assert "| planner | snippet-merge |" in out and "| speedup estimate | n/a (no decoding) |" in out
+
+
+def test_a_pasted_change_needs_no_model():
+    """An engine that has not loaded its model applies a pasted diff without loading it."""
+    engine = EditEngine(model="/nonexistent/model/dir")
+    result = engine.edit(EditRequest(DOC, DIFF, line_range=(2, 8)))
+    assert result.text == DOC.replace("line_5 = 5\n", "line_5 = 50\n") and result.stats.planner == "patch"
+    assert not engine.loaded
+    with pytest.raises(PastedChangeError):
+        engine.edit(EditRequest(DOC, DIFF.replace(" line_4 = 4", " line_4 = 40")))
+    assert not engine.loaded
