@@ -87,8 +87,9 @@ export async function applyEditInstruction(ctx: CommandContext): Promise<ApplyRe
 /**
  * `copyAsDecode.applyClipboard`: the clipboard is the instruction — typically a chat answer's code
  * block with `... existing code ...` placeholders, which the server merges by its anchors without
- * the model when it fits one place (`snippetMerge`), or any multi-line instruction an input box
- * cannot hold. Edits the selection, or the whole file.
+ * the model when it fits one place (`snippetMerge`), a unified diff or SEARCH/REPLACE blocks, which
+ * it applies exactly, or any multi-line instruction an input box cannot hold. Edits the selection, or
+ * the whole file.
  */
 export async function applyClipboard(ctx: CommandContext): Promise<ApplyResult | undefined> {
   const text = (await vscode.env.clipboard.readText()).replace(/\s+$/, '');
