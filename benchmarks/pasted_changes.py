@@ -14,11 +14,14 @@ runs before any decoding):
 * ``stripped-blanks``: blank context lines lost their leading space (editors strip it);
 * ``headerless``: a ```` ```diff ```` block of ``-``/``+``/context lines with no ``@@`` at all,
   one hunk per case when the edit has one region;
+* ``unprefixed``: the same block with the context lines as they stand in the document (no leading
+  space; chat models often mark only the changed lines);
 * ``search-replace``: Aider's SEARCH/REPLACE blocks (``evaluation.formats.search_replace``: the
   shortest anchors, so a block whose SEARCH occurs more than once is left to the model).
 
 Per variant: ``exact`` (planned, byte-identical to gold), ``wrong`` (planned, differs: the number
-that must be 0), ``left`` (no plan: the model decodes) and which planner planned. ``triggered`` counts
+that must be 0), ``left`` (no plan: the product refuses the paste and says why; the JSON's
+``left_reasons`` counts the reasons) and which planner planned. ``triggered`` counts
 the corpora's own instructions (prose, and snippets with placeholders) that ``patch`` or
 ``search-replace`` claims as its format: they would be taken from the snippet merger (should be 0).
 
@@ -65,6 +68,13 @@ def _headerless(doc: str, gold: str) -> str | None:
     return "Change it like this:\n```diff\n" + "\n".join(line for line in body if not line.startswith("@@")) + "\n```"
 
 
+def _unprefixed(text: str | None) -> str | None:
+    """A headerless diff block whose context lines lost their leading space (only the changes marked)."""
+    if text is None:
+        return None
+    return "\n".join(line[1:] if line.startswith(" ") else line for line in text.split("\n"))
+
+
 VARIANTS = {
     "git": lambda d, g: "Apply this patch.\n\n" + "\n".join(_diff(d, g, 3)) + "\n",
     "fenced": lambda d, g: _fence(_diff(d, g, 3)),
@@ -74,6 +84,7 @@ VARIANTS = {
     "stripped-blanks": lambda d, g: _fence(["" if line.startswith(" ") and not line.strip() else line
                                             for line in _diff(d, g, 3)]),
     "headerless": _headerless,
+    "unprefixed": lambda d, g: _unprefixed(_headerless(d, g)),
     "search-replace": lambda d, g: "Make these changes:\n\n" + search_replace.serialize(d, g),
 }
 

@@ -18,6 +18,9 @@ raises ``NoPlan`` saying why (``apply_patch`` returns ``None``) and the model de
    hunk's end beyond its header's counts (or all of them, without counts), which end the hunk;
    ``\\ No newline at end of file`` is ignored. A ``+``/``-`` line outside any hunk means the diff
    is malformed (a context line lost its leading space, say): no merge, nothing half-applied.
+   **2b.** A ``diff`` block without hunk headers that does not apply so is read once more the way
+   chat models often write one: the changed lines marked ``-``/``+``, every other line a context
+   line as it stands in the document (no leading space). It must then fit like any hunk.
 3. **Placing a hunk**: its old lines (context and removed) must occur in the document after the
    previous hunk, comparing lines without trailing whitespace. One occurrence: there. Several: the
    one nearest the header's line (moved by the previous hunks' offset); a tie, or no line numbers,
@@ -209,9 +212,42 @@ def _apply_file(doc: DocumentLines, hunks: list[Hunk]) -> list[str]:
     return out
 
 
+def _bare_block_files(instruction: str) -> list[list[Hunk]]:
+    """The ``diff``-tagged blocks without hunk headers read as a chat model often writes them: only the
+    changed lines marked (``-``/``+``), the context lines as they are in the document (rule 2b)."""
+    files = []
+    for block in fenced_blocks(instruction.split("\n")) or ():
+        if block.info not in DIFF_INFOS or any(_is_header(line) for line in block.lines):
+            continue
+        lines, at = block.lines, 0
+        while at < len(lines) and _file_header(lines, at):
+            at += _file_header(lines, at)
+        body = [(line[0], line[1:]) if line[:1] in ("-", "+") else (" ", line) for line in lines[at:]
+                if not line.startswith("\\")]
+        while body and body[-1] == (" ", ""):
+            body.pop()
+        while body and body[0] == (" ", ""):
+            body.pop(0)
+        if any(kind != " " for kind, _ in body):
+            files.append([Hunk(body, None, None)])
+    return files
+
+
 def plan_patch(document: str, instruction: str) -> str:
     """The document with the instruction's unified diff applied (module rules); ``NoPlan`` says why not."""
-    files = find_diff_files(instruction)
+    try:
+        return _plan_files(document, find_diff_files(instruction))
+    except NoPlan as exc:
+        bare = _bare_block_files(instruction)
+        if not bare:
+            raise
+        try:
+            return _plan_files(document, bare)
+        except NoPlan as bare_exc:   # say why in the reading the block was written for
+            raise (bare_exc if str(exc).startswith("the diff block's line") else exc) from None
+
+
+def _plan_files(document: str, files: list[list[Hunk]] | None) -> str:
     if not files:
         raise NoPlan("no diff hunk was found")
     doc = document_lines(document)

@@ -62,6 +62,13 @@ def test_a_chat_diff_without_any_header_is_one_hunk():
     assert apply_patch(DOC, fenced(body, "python")) is None   # untagged, no @@: a snippet, not a diff
 
 
+def test_a_chat_diff_that_marks_only_the_changed_lines_applies():
+    body = "def load(path):\n    with open(path) as fh:\n-        data = fh.read()\n+        data = fh.read().strip()\n    return data"
+    assert apply_patch(DOC, fenced(body)) == DOC.replace("fh.read()\n", "fh.read().strip()\n")
+    stale = body.replace("def load(path):", "def load(p):")
+    assert "'def load(p):'" in plan_pasted(DOC, fenced(stale)).reason   # the reason of the reading it was written for
+
+
 def test_blank_context_lines_that_lost_their_space_still_match():
     new = DOC.replace("import os\n", "import os\nimport sys\n")
     diff = "@@ -1,4 +1,5 @@\n import os\n+import sys\n\n\n def load(path):\n"
