@@ -25,6 +25,9 @@ raises ``NoPlan`` saying why (``apply_patch`` returns ``None``) and the model de
    previous hunk, comparing lines without trailing whitespace. One occurrence: there. Several: the
    one nearest the header's line (moved by the previous hunks' offset); a tie, or no line numbers,
    is no merge. A hunk without old lines (a pure insertion) goes where its line numbers say.
+   **3b.** A context line that is a placeholder new to the document (``# ... existing code ...``,
+   `engine.program.placeholders`) cuts its hunk in two parts placed one after the other: what it
+   elides is kept, as in a snippet.
 4. **All or nothing**: every hunk must place, else ``None``; a result equal to the document (a diff
    already applied, say) is ``None`` too. Context lines keep the document's text and line breaks;
    added lines are written as given, with the document's line breaks.
@@ -36,6 +39,7 @@ import re
 from typing import NamedTuple
 
 from engine.program.pasted_text import DocumentLines, NoPlan, document_lines, fenced_blocks, new_line
+from engine.program.placeholders import looks_like_placeholder
 
 __all__ = ["Hunk", "apply_patch", "find_diff_files", "looks_like_diff", "plan_patch"]
 
@@ -247,10 +251,35 @@ def plan_patch(document: str, instruction: str) -> str:
             raise (bare_exc if str(exc).startswith("the diff block's line") else exc) from None
 
 
+def _split_at_placeholders(hunk: Hunk, known: set[str]) -> list[Hunk]:
+    """A hunk cut at its placeholder context lines (``... existing code ...``, new to the document):
+    the parts are placed one after the other, what a placeholder elides is kept (rule 3b)."""
+    parts, current = [], []
+    for kind, text in hunk.lines:
+        if kind == " " and text.strip() not in known and looks_like_placeholder(text):
+            parts.append(current)
+            current = []
+        else:
+            current.append((kind, text))
+    parts.append(current)
+    if len(parts) == 1:
+        return [hunk]
+    out = []
+    for k, lines in enumerate(parts):
+        while lines and lines[0] == (" ", ""):         # blank lines beside a placeholder are layout
+            lines = lines[1:]
+        while lines and lines[-1] == (" ", ""):
+            lines = lines[:-1]
+        if lines:
+            out.append(Hunk(lines, hunk.old_start if k == 0 else None, None))
+    return out
+
+
 def _plan_files(document: str, files: list[list[Hunk]] | None) -> str:
     if not files:
         raise NoPlan("no diff hunk was found")
     doc = document_lines(document)
+    files = [[part for hunk in hunks for part in _split_at_placeholders(hunk, doc.known)] for hunks in files]
     results, reasons = set(), []
     for hunks in files:
         try:

@@ -69,6 +69,16 @@ def test_a_chat_diff_that_marks_only_the_changed_lines_applies():
     assert "'def load(p):'" in plan_pasted(DOC, fenced(stale)).reason   # the reason of the reading it was written for
 
 
+def test_a_placeholder_context_line_elides_what_it_stands_for():
+    diff = ("@@ ... @@\n def load(path):\n     # ... existing code ...\n-    return data\n+    return data or None\n"
+            "\n # ... rest of the file unchanged ...\n def save(path, data):\n-    with open(path, \"w\") as fh:\n"
+            "+    with open(path, \"a\") as fh:\n")
+    assert apply_patch(DOC, fenced(diff)) == DOC.replace("    return data\n", "    return data or None\n").replace(
+        '"w"', '"a"')
+    bare = "def save(path, data):\n    # ... existing code ...\n-    return len(data)\n+    return len(data.encode())"
+    assert apply_patch(DOC, fenced(bare)) == DOC.replace("return len(data)", "return len(data.encode())")
+
+
 def test_blank_context_lines_that_lost_their_space_still_match():
     new = DOC.replace("import os\n", "import os\nimport sys\n")
     diff = "@@ -1,4 +1,5 @@\n import os\n+import sys\n\n\n def load(path):\n"
