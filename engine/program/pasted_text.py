@@ -6,10 +6,11 @@ write keeps the document's own lines byte for byte and its line breaks (CRLF whe
 """
 from __future__ import annotations
 
+import functools
 import re
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
-__all__ = ["DocumentLines", "FencedBlock", "NoPlan", "document_lines", "fenced_blocks", "new_line"]
+__all__ = ["DocumentLines", "FencedBlock", "NoPlan", "document_lines", "fenced_blocks", "new_line", "or_none"]
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([^\s`]*)")
 
@@ -17,6 +18,17 @@ _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([^\s`]*)")
 class NoPlan(ValueError):
     """A pasted change in a planner's format that does not pin down one result; the message says why
     (the user sees it: the model decoded the instruction instead)."""
+
+
+def or_none(plan: Callable[[str, str], str | None]) -> Callable[[str, str], str | None]:
+    """``plan(document, instruction)`` with ``NoPlan`` turned into ``None`` (callers that need no reason)."""
+    @functools.wraps(plan)
+    def quiet(document: str, instruction: str) -> str | None:
+        try:
+            return plan(document, instruction)
+        except NoPlan:
+            return None
+    return quiet
 
 
 class DocumentLines(NamedTuple):

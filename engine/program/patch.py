@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from engine.program.pasted_text import DocumentLines, NoPlan, document_lines, fenced_blocks, new_line
+from engine.program.pasted_text import DocumentLines, NoPlan, document_lines, fenced_blocks, new_line, or_none
 from engine.program.placeholders import looks_like_placeholder
 
 __all__ = ["Hunk", "apply_patch", "find_diff_files", "looks_like_diff", "plan_patch"]
@@ -296,9 +296,4 @@ def _plan_files(document: str, files: list[list[Hunk]] | None) -> str:
     return text
 
 
-def apply_patch(document: str, instruction: str) -> str | None:
-    """``plan_patch``'s text, or None."""
-    try:
-        return plan_patch(document, instruction)
-    except NoPlan:
-        return None
+apply_patch = or_none(plan_patch)   # the text, or None

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from engine.program.pasted_text import NoPlan, document_lines, new_line
+from engine.program.pasted_text import NoPlan, document_lines, new_line, or_none
 
 __all__ = ["Block", "apply_search_replace", "find_blocks", "has_markers", "plan_search_replace"]
 
@@ -90,9 +90,4 @@ def plan_search_replace(document: str, instruction: str) -> str:
     return text
 
 
-def apply_search_replace(document: str, instruction: str) -> str | None:
-    """``plan_search_replace``'s text, or None."""
-    try:
-        return plan_search_replace(document, instruction)
-    except NoPlan:
-        return None
+apply_search_replace = or_none(plan_search_replace)   # the text, or None

@@ -47,7 +47,7 @@ import difflib
 from collections import Counter
 from typing import NamedTuple
 
-from engine.program.pasted_text import DocumentLines, NoPlan, document_lines, fenced_blocks
+from engine.program.pasted_text import DocumentLines, NoPlan, document_lines, fenced_blocks, or_none
 from engine.program.placeholders import looks_like_placeholder
 
 __all__ = ["MIN_REACH", "extract_snippets", "merge_snippet", "plan_snippet"]
@@ -321,13 +321,9 @@ def plan_snippet(document: str, instruction: str) -> str | None:
         raise NoPlan(str(exc) if about else "") from None
 
 
-def merge_snippet(document: str, instruction: str) -> str | None:
-    """``plan_snippet``'s text, or None: no snippet, one that does not anchor, two that change the same
-    lines, or no change at all (rule 5)."""
-    try:
-        return plan_snippet(document, instruction)
-    except NoPlan:
-        return None
+# plan_snippet's text, or None: no snippet, one that does not anchor, two that change the same lines,
+# or no change at all (rule 5)
+merge_snippet = or_none(plan_snippet)
 
 
 def _merge_all(document: str, doc: DocumentLines, snippets: list[list[str]]) -> str:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,3 +43,41 @@ def run_emacs(tmp_path: Path, text: str, server: list[str], pick: str, *, driver
     result = json.loads(out.read_text(encoding="utf-8"))
     result["stderr"] = done.stderr
     return result
+
+
+FAKE_SERVER = ["-m", "tests.lsp.fake_engine_server"]   # after sys.executable: the server with a deterministic engine
+
+
+def instruction_comment_edit(tmp_path: Path, driver: Path) -> dict:
+    """The instruction comment's code action, run against the deterministic engine: the comment is
+    consumed and the copied lines (with emoji) stay byte-identical. Returns what the driver saw."""
+    got = run_emacs(tmp_path, DOC, [sys.executable, *FAKE_SERVER], "Apply: add a marker", driver=driver)
+    assert got["error"] is None, got
+    assert "Apply edit instruction…" in got["titles"] and "Apply: add a marker 🎯" in got["titles"]
+    assert got["result"]["applied"] is True, got["result"]
+    lines = DOC.split("\n")
+    assert got["text"] == "\n".join([lines[0], *lines[2:4], "# edited: add a marker 🎯", ""])
+    return got
+
+
+def prompt_action_error(tmp_path: Path, driver: Path) -> None:
+    """The prompt action, which needs a plugin, is an error that says how to use a comment instead."""
+    got = run_emacs(tmp_path, DOC, [sys.executable, *FAKE_SERVER], "Apply edit instruction", driver=driver)
+    assert got["error"] is not None and "needs an instruction" in got["error"] and "cad: " in got["error"], got
+    assert got["text"] == DOC
+
+
+def real_model_edit(tmp_path: Path, driver: Path) -> None:
+    """The real server with the default model: the buffer holds exactly what the reply's program says."""
+    from engine.program.grammar import parse
+    from engine.program.resolver import resolve
+
+    doc = (REPO / "examples" / "buggy_stats.py").read_text(encoding="utf-8")
+    doc = doc.replace("def mean(values):\n", "def mean(values):\n    # cad: Fix the off-by-one bug in mean.\n")
+    server = [sys.executable, "-m", "cad_lsp", "--preload", "--device", "cpu"]
+    got = run_emacs(tmp_path, doc, server, "Apply: Fix the off-by-one", driver=driver, timeout=600)
+    assert got["error"] is None, got
+    reply = got["result"]
+    assert reply["program"] and "stats" in reply, reply
+    expected = resolve(parse(reply["program"]), doc, "clipped").text
+    assert got["text"] == (expected if reply["applied"] else doc), reply

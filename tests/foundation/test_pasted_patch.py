@@ -9,22 +9,9 @@ import pytest
 from engine.program.pasted import PLANNERS, plan_pasted, planner_note
 from engine.program.patch import apply_patch
 from engine.program.search_replace import apply_search_replace
+from tests.foundation.sample_documents import PY
 
-DOC = """import os
-
-
-def load(path):
-    with open(path) as fh:
-        data = fh.read()
-    return data
-
-
-def save(path, data):
-    with open(path, "w") as fh:
-        fh.write(data)
-    return len(data)
-"""
-
+DOC = PY
 NEW = DOC.replace("        data = fh.read()\n", "        data = fh.read().strip()\n").replace(
     "    return len(data)\n", "    return len(data.encode())\n")
 

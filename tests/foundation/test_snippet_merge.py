@@ -9,23 +9,9 @@ import pytest
 from engine.program.oracle import line_program
 from engine.program.resolver import resolve
 from engine.program.snippet import extract_snippets, merge_snippet
+from tests.foundation.sample_documents import PY
 
 REPO = Path(__file__).resolve().parents[2]
-PY = """import os
-
-
-def load(path):
-    with open(path) as fh:
-        data = fh.read()
-    return data
-
-
-def save(path, data):
-    with open(path, "w") as fh:
-        fh.write(data)
-    return len(data)
-"""
-
 GO = """package store
 
 import "fmt"
