@@ -25,7 +25,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from engine.api import EditCancelled, EditEngine, EditRequest, Progress
+from engine.api import EditCancelled, EditEngine, EditRequest, Progress, edit_without_model
 
 from .size_guard import check_size
 
@@ -237,14 +237,19 @@ class EngineWorker:
             if job.cancel.is_set():
                 raise EditCancelled("the edit was cancelled while it was queued")
             _safe(job.on_start)
-            engine = self._engine_for(job)
             if job.request is None:
+                self._engine_for(job)
                 result = None
             else:
                 t0 = time.perf_counter()
                 try:
-                    check_size(engine, job.request)  # refuse what cannot fit before tokenizing it all
-                    result = engine.edit(job.request, cancel=job.cancel, progress=job.on_progress)
+                    # a pasted change that pins down the text needs no model (none is loaded for it) and
+                    # no room in its context: a long diff is no "instruction too long"
+                    result = edit_without_model(job.request)
+                    if result is None:
+                        engine = self._engine_for(job)
+                        check_size(engine, job.request)  # refuse what cannot fit before tokenizing it all
+                        result = engine.edit(job.request, cancel=job.cancel, progress=job.on_progress)
                 finally:
                     job.engine_ms = (time.perf_counter() - t0) * 1000.0
         except BaseException as exc:  # handed to the waiting request, never lost

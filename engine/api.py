@@ -38,7 +38,7 @@ __all__ = [
     "STRATEGIES", "DRAFTERS", "DEFAULT_GEN_DRAFTER", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
     "EngineError", "ContextOverflowError", "EditCancelled", "InvalidRangeError",
     "UnknownStrategyError", "InvalidRequestError", "ModelLoadError", "get_strategy", "SNIPPET_MERGE",
-    "MODEL", "planner_note", "PastedChangeError",
+    "MODEL", "planner_note", "PastedChangeError", "edit_without_model",
 ]
 
 
@@ -68,6 +68,17 @@ def check_drafter(name, what: str = "gen_drafter") -> str:
     if name not in DRAFTERS:
         raise InvalidRequestError(f"{what} must be one of {', '.join(DRAFTERS)}, got {name!r}")
     return name
+
+
+def edit_without_model(request: EditRequest) -> EditResult | None:
+    """The edit of a pasted change that pins down the new text (a diff, SEARCH/REPLACE blocks, a snippet
+    that anchors: ``engine.program.pasted``), which needs no model; None when a model must decode it.
+    Raises what ``EditEngine.edit`` raises for an invalid request, and ``PastedChangeError``."""
+    start = time.perf_counter()
+    planned, _ = pasted_edit(request, validate(request))
+    if planned is not None:
+        planned.stats.wall_ms = (time.perf_counter() - start) * 1000.0
+    return planned
 
 
 class EditEngine:
@@ -137,12 +148,10 @@ class EditEngine:
         ContextOverflowError (suggests a range-scoped edit), PastedChangeError (a pasted diff that does
         not fit) and EditCancelled. A pasted change that pins down the new text is applied without
         loading the model."""
-        rng = validate(request)
-        start = time.perf_counter()
-        planned, _ = pasted_edit(request, rng)       # a pasted change that pins the text: no model needed
+        planned = edit_without_model(request)       # a pasted change that pins the text: no model needed
         if planned is not None:
-            planned.stats.wall_ms = (time.perf_counter() - start) * 1000.0
             return planned
+        rng = validate(request)
         self.load()
         with self._edit_lock:
             start = time.perf_counter()
