@@ -110,18 +110,28 @@ def test_whole_buffer_edit_applies_program_and_undoes(tmp_path, buggy_file, pair
     assert report["after_undo"] == before, "one :undo must restore the original buffer"
 
 
-def test_pasted_snippet_in_a_register_is_merged_without_decoding(tmp_path, buggy_file, pair):
-    """:CadPaste a: a chat-style snippet anchors at one place, so the server merges it exactly."""
+PASTES = {
+    "snippet-merge": ("Apply this:\n```python\n            if idx != idx2:\n                distance = abs(elem - elem2)\n"
+                      "                # ... existing code ...\n```\n"),
+    "patch": ("Here is the fix:\n```diff\n@@ ... @@\n             if idx != idx2:\n-                distance = elem - elem2\n"
+              "+                distance = abs(elem - elem2)\n                 if distance < threshold:\n```\n"),
+    "search-replace": ("<<<<<<< SEARCH\n                distance = elem - elem2\n=======\n"
+                       "                distance = abs(elem - elem2)\n>>>>>>> REPLACE\n"),
+}
+
+
+@pytest.mark.parametrize("planner", sorted(PASTES))
+def test_a_pasted_change_in_a_register_is_applied_without_decoding(tmp_path, buggy_file, pair, planner):
+    """:CadPaste a: a chat-style snippet anchors at one place, a diff or SEARCH/REPLACE block fits one
+    place, so the server applies it exactly."""
     old = "                distance = elem - elem2"
     assert old in pair.document
-    snippet = ("Apply this:\n```python\n            if idx != idx2:\n                distance = abs(elem - elem2)\n"
-               "                # ... existing code ...\n```\n")
-    report = run_real(tmp_path, "paste", buggy_file, register_text=snippet)
+    report = run_real(tmp_path, "paste", buggy_file, register_text=PASTES[planner])
     assert "register z is empty" in report["messages"], describe(report)
     done = report["done"]
     assert done.get("applied") is True, describe(report)
     result = json.loads(done["result"])
-    assert result["stats"]["planner"] == "snippet-merge" and result["stats"]["forwards"] == 0
+    assert result["stats"]["planner"] == planner and result["stats"]["forwards"] == 0
     expected = pair.document.replace(old, "                distance = abs(elem - elem2)")
     assert report["after"] == expected.removesuffix("\n").split("\n"), describe(report)
     assert report["after_undo"] == report["before"]
