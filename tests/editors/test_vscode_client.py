@@ -153,6 +153,21 @@ def test_clipboard_snippet_is_merged_by_the_real_server(vscode_extension, tmp_pa
     assert any("merged" in m["text"] for m in report["messages"]), report["messages"]
 
 
+@pytest.mark.real_model
+def test_clipboard_diff_is_applied_by_the_real_server(vscode_extension, tmp_path, doc):
+    """A copied unified diff: the real server applies it by its context lines (no decoding, no model)."""
+    if not CAD_LSP.exists():
+        pytest.skip(f"{CAD_LSP} is not installed (run `make setup`)")
+    diff = "```diff\n--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    total = a - b\n+    total = a + b\n```\n"
+    report = run_driver(vscode_extension, {
+        "scenario": "apply_clipboard", "file": str(doc), "clipboard": diff, "start_timeout_ms": 60000,
+        "settings": {"copyAsDecode.server.command": str(CAD_LSP)}}, timeout_s=600)
+    result = report["result"]
+    assert result["applied"] is True and result["stats"]["planner"] == "patch", result
+    assert report["after"] == SOURCE.replace("a - b", "a + b")
+    assert any("pasted diff applied" in m["text"] for m in report["messages"]), report["messages"]
+
+
 def test_empty_clipboard_is_a_clear_warning(vscode_extension, tmp_path, doc):
     report, got = run_fake(vscode_extension, tmp_path, {"scenario": "apply_clipboard", "file": str(doc), "clipboard": " \n"})
     assert report["result"] is None and report["after"] == SOURCE
