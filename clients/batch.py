@@ -27,6 +27,7 @@ from clients.edit_backends import (BackendError, BackendStartError, InProcessBac
 from clients.jobs import Job, JobsFileError, OutsideRootError, confine, read_jobs_file
 from clients.journal import JOURNAL_NAME, Journal
 from clients.line_endings import NotTextError, decode, encode
+from clients.patch_jobs import PatchJobsError, jobs_from_patch, read_patch
 from clients.progress_bar import ProgressBar
 from engine.program.breakage import breakage_message, find_breakage
 from engine.program.placeholders import find_lazy_placeholders, refusal_message
@@ -75,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--range", dest="line_range", metavar="START-END",
                    help="only edit these lines (1-based, inclusive) of each FILE")
     p.add_argument("--jobs", type=Path, help="jobs.jsonl with one {path, instruction, range?} per line")
+    p.add_argument("--patch", metavar="PATCH", help="a diff (a .diff file, a saved chat answer, - for stdin): edit "
+                                                    "each file it names with the part that fits, exactly; no model")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--diff", action="store_true", help="print unified diffs, change nothing (default)")
     mode.add_argument("--write", action="store_true", help="write edits in place, atomically")
@@ -243,6 +246,19 @@ def main(argv: list[str] | None = None) -> int:
     args.root = root
 
     jobs: list[Job] = []
+    if args.patch:
+        if args.files or args.instruction or args.jobs or not args.snippet_merge:
+            parser.error("--patch names its own files and applies the diff itself: no FILE, -i, --jobs or "
+                         "--no-snippet-merge with it")
+        try:
+            patch_jobs, skipped = jobs_from_patch(read_patch(args.patch), root)
+        except (OSError, UnicodeDecodeError, PatchJobsError) as exc:
+            print(f"cad-apply: --patch {args.patch}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        for name in skipped:
+            print(f"cad-apply: skipping {name}: the patch creates or deletes it (only existing files are edited)",
+                  file=sys.stderr)
+        jobs.extend(patch_jobs)
     if args.jobs:
         try:
             jobs.extend(read_jobs_file(args.jobs))
@@ -257,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.instruction and not args.jobs:
         parser.error("-i given but no FILE arguments")
     if not jobs:
-        parser.error("nothing to do: give FILE… -i INSTRUCTION, or --jobs jobs.jsonl")
+        parser.error("nothing to do: give FILE… -i INSTRUCTION, --jobs jobs.jsonl, or --patch PATCH")
     if args.concurrency < 1 or args.concurrency > 64:
         parser.error("--concurrency must be between 1 and 64")
     if args.concurrency > 1 and not (args.engine_factory or str(args.model).startswith(("http://", "https://"))):

@@ -11,7 +11,8 @@ raises ``NoPlan`` saying why (``apply_patch`` returns ``None``) and the model de
    is then one hunk); without such a block, the instruction's lines from its first hunk header on
    (a diff pasted as is may show fences of the document's own, a docstring's say, in its lines).
    File headers (``diff --git``, ``---``/``+++``) split it into files: the file whose every hunk
-   places in the document is the one applied (none or several: no merge).
+   places in the document is the one applied (none or several: no merge). A file the diff creates
+   (``--- /dev/null``) is a candidate for an empty document only.
 2. **A hunk** is its header (``@@ -a,b +c,d @@``; chat models write ``@@ ... @@`` or ``@@``: no line
    numbers) and the lines after it that start with ``" "`` (context), ``-`` (removed) or ``+``
    (added); an empty line is blank context (editors strip the space), except empty lines at the
@@ -52,6 +53,7 @@ class Hunk(NamedTuple):
     lines: list[tuple[str, str]]   # (" " | "-" | "+", text)
     old_start: int | None          # 1-based first old line from the header (None: no numbers)
     old_count: int | None
+    creates: bool = False          # its file's old side is /dev/null: a new file's content
 
     @property
     def old(self) -> list[str]:
@@ -115,16 +117,17 @@ def _parse_files(lines: list[str], headerless: bool) -> list[list[Hunk]]:
         if not any(kind != " " for kind, _ in hunk.lines):
             raise NoPlan("the diff block changes no line")
         return [[hunk]]
-    files, hunks, i = [], [], 0
+    files, hunks, i, creates = [], [], 0, False
     while i < len(lines):
         skip = _file_header(lines, i)
         if skip:
             if hunks:
                 files.append(hunks)
+            creates = skip == 2 and lines[i][4:].split("\t")[0].strip() == "/dev/null"
             hunks, i = [], i + skip
         elif _is_header(lines[i]):
             hunk, i = _read_hunk(lines, i + 1, lines[i])
-            hunks.append(hunk)
+            hunks.append(hunk._replace(creates=creates))
         elif lines[i][:1] in ("+", "-") and (hunks or files):
             raise NoPlan(f"the diff line {lines[i][:60]!r} is a change outside any hunk "
                          f"(a context line above it may have lost its leading space)")
@@ -278,6 +281,10 @@ def _split_at_placeholders(hunk: Hunk, known: set[str]) -> list[Hunk]:
 def _plan_files(document: str, files: list[list[Hunk]] | None) -> str:
     if not files:
         raise NoPlan("no diff hunk was found")
+    if document.strip():          # a new file's content is no edit of an existing document
+        files = [hunks for hunks in files if not all(hunk.creates for hunk in hunks)]
+        if not files:
+            raise NoPlan("it only creates new files, and this document is not empty")
     doc = document_lines(document)
     files = [[part for hunk in hunks for part in _split_at_placeholders(hunk, doc.known)] for hunks in files]
     results, reasons = set(), []

@@ -86,6 +86,66 @@ def test_a_multi_file_diff_is_applied_file_by_file_without_loading_the_model(tmp
     assert "the pasted diff could not be applied as is: none of its 2 files fits" in (tmp_path / "report.json").read_text()
 
 
+GIT_PATCH = """Here is the change:
+
+```diff
+diff --git a/src/a.py b/src/a.py
+--- a/src/a.py
++++ b/src/a.py
+@@ -1,2 +1,2 @@
+ def a():
+-    return 1
++    return 10
+diff --git a/src/b.py b/src/b.py
+--- a/src/b.py
++++ b/src/b.py
+@@ -1,2 +1,2 @@
+ def b():
+-    return 2
++    return 20
+diff --git a/src/new.py b/src/new.py
+--- /dev/null
++++ b/src/new.py
+@@ -0,0 +1 @@
++x = 1
+```
+"""
+
+
+def test_patch_edits_the_files_it_names_without_a_model(tmp_path, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.py").write_text("def a():\n    return 1\n")
+    (src / "b.py").write_text("def b():\n    return 2\n")
+    patch = tmp_path / "answer.md"
+    patch.write_text(GIT_PATCH)
+    code = batch.main(["--patch", str(patch), "--write", "--root", str(tmp_path), "--model", str(tmp_path / "none")])
+    assert code == 0
+    assert (src / "a.py").read_text() == "def a():\n    return 10\n" and (src / "b.py").read_text() == "def b():\n    return 20\n"
+    assert not (src / "new.py").exists()
+    assert "skipping b/src/new.py: the patch creates or deletes it" in capsys.readouterr().err
+    again = run_cli(["--patch", "-", "--root", str(tmp_path), "--model", str(tmp_path / "none")], tmp_path,
+                    input=GIT_PATCH)   # from stdin, a diff only: the files hold the change already
+    assert again.returncode == 1 and "could not be applied as is" in again.stderr + again.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--patch", "PATCH", "-i", "x"], "no FILE, -i, --jobs or --no-snippet-merge"),
+    (["--patch", "PATCH", "--no-snippet-merge"], "no FILE, -i, --jobs or --no-snippet-merge"),
+])
+def test_patch_takes_no_other_jobs(tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        batch.main(args)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_patch_that_names_no_file_is_a_usage_error(tmp_path, capsys):
+    patch = tmp_path / "p.diff"
+    patch.write_text("```diff\n@@ ... @@\n-a\n+b\n```\n")
+    assert batch.main(["--patch", str(patch), "--root", str(tmp_path)]) == 2
+    assert "names no file to edit" in capsys.readouterr().err
+
+
 def test_write_preserves_crlf_mode_and_missing_final_newline(tmp_path):
     crlf = tmp_path / "crlf.py"
     crlf.write_bytes(b"a = 1\r\nb = 2\r\n")

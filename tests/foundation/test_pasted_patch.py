@@ -119,6 +119,9 @@ def test_of_a_diff_for_several_files_the_one_that_fits_the_document_applies():
     assert apply_patch(DOC, fenced(mine + twin)) == NEW          # both give the same text
     other_change = git_diff(DOC, DOC.replace("import os", "import re")).replace("store.py", "copy.py")
     assert apply_patch(DOC, fenced(mine + other_change)) is None  # two different results: unclear
+    created = "--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    assert apply_patch(DOC, fenced(mine + created)) == NEW        # a new file's content fits no existing text
+    assert apply_patch("", fenced(created)) == "x = 1\n"
 
 
 def test_an_applied_diff_changes_nothing_and_is_no_plan():
