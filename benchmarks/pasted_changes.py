@@ -10,6 +10,8 @@ runs before any decoding):
 * ``fenced``: the same inside a ```` ```diff ```` block;
 * ``no-numbers``: hunk headers written ``@@ ... @@`` (chat models rarely count lines right);
 * ``wrong-numbers``: every hunk header's line numbers 7 too high and its counts 2 too high;
+* ``with-another-file``: the fenced diff after a diff for another file (HumanEval/0's fix): the
+  part that fits the document is applied;
 * ``context-1``: one context line per hunk, in a ```` ```diff ```` block;
 * ``stripped-blanks``: blank context lines lost their leading space (editors strip it);
 * ``headerless``: a ```` ```diff ```` block of ``-``/``+``/context lines with no ``@@`` at all,
@@ -61,6 +63,12 @@ def _miscounted(line: str) -> str:
     return f"@@ -{a + 7},{b + 2} +{c + 7},{d + 2} @@"
 
 
+# a diff for another file, pasted with each case's own: HumanEval/0's fix
+_OTHER = ["--- a/other/close_elements.py", "+++ b/other/close_elements.py", "@@ -5,3 +5,3 @@",
+          "             if idx != idx2:", "-                distance = elem - elem2",
+          "+                distance = abs(elem - elem2)", "                 if distance < threshold:"]
+
+
 def _headerless(doc: str, gold: str) -> str | None:
     body = [line for line in _diff(doc, gold, 3)[2:]]
     if sum(1 for line in body if line.startswith("@@")) != 1:
@@ -80,6 +88,7 @@ VARIANTS = {
     "fenced": lambda d, g: _fence(_diff(d, g, 3)),
     "no-numbers": lambda d, g: _fence(["@@ ... @@" if line.startswith("@@") else line for line in _diff(d, g, 3)]),
     "wrong-numbers": lambda d, g: _fence([_miscounted(line) for line in _diff(d, g, 3)]),
+    "with-another-file": lambda d, g: _fence(_OTHER + _diff(d, g, 3)),
     "context-1": lambda d, g: _fence(_diff(d, g, 1)),
     "stripped-blanks": lambda d, g: _fence(["" if line.startswith(" ") and not line.strip() else line
                                             for line in _diff(d, g, 3)]),
