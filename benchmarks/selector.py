@@ -18,6 +18,10 @@ plus the held-out part of HumanEvalPack-Fix) and record per case:
   ``changed-noop`` (changed something on a no-op request), ``wrong-text`` (regeneration: the
   document came back changed, but not as asked), ``error``);
 * tokens decoded, forwards and seconds per edit;
+* ``confidence`` (CaD in process: the least probability the model gave a token it chose) and
+  ``flagged``: the edit carries the low-confidence review warning (``engine.edit.LOW_CONFIDENCE``);
+  the table's ``flagged wrong`` / ``flagged exact`` count the model's changed, completed edits (what
+  an editor would apply) that were flagged, among the wrong and among the exact ones;
 * ``planner``: who wrote the program, ``model`` or ``snippet-merge`` (a pasted snippet merged by its
   anchors, `engine.program.snippet`; on by default as in the product, ``--no-snippet-merge`` measures
   the model alone). The table's ``merged`` column is the share of cases merged so.
@@ -131,7 +135,9 @@ def run_case(engine, case, strategy: str, tests: dict, snippet_merge: bool = Tru
     row.update(completed=completed, applied=completed, em=result.text == case.gold,
                seconds=round(time.perf_counter() - start, 3), decoded_tokens=stats.decoded_tokens,
                forwards=stats.forwards, ops=stats.ops, planner=stats.planner,
-               failure=classify(case, oracle, result.text, result.program, stats, result.warnings))
+               failure=classify(case, oracle, result.text, result.program, stats, result.warnings),
+               changed=result.text != case.document, confidence=getattr(stats, "confidence", None),
+               flagged=any(w.startswith("low confidence") for w in result.warnings))
     if strategy == "cad":
         spans = span_accuracy(oracle, result.program)
         if spans is not None:
@@ -158,6 +164,13 @@ def summarize(rows: list[dict]) -> list[dict]:
             vals = [float(r[key]) for r in rows if key in r]
             return round(sum(vals) / len(vals), 3) if vals else None
 
+        # the model's changed, completed edits: what the editor would apply of what the model wrote
+        changed = [r for r in rs if r.get("changed") and r.get("completed") and r.get("planner", "model") == "model"]
+
+        def flagged(em: bool, rows=changed) -> str | None:
+            group = [r for r in rows if bool(r["em"]) == em]
+            return f"{sum(bool(r.get('flagged')) for r in group)}/{len(group)}" if group else None
+
         failures = defaultdict(int)
         for r in rs:
             if r.get("failure"):
@@ -167,6 +180,7 @@ def summarize(rows: list[dict]) -> list[dict]:
                       "merged": round(sum(r.get("planner") == "snippet-merge" for r in rs) / n, 3),
                       "pass@1": mean("pass"), "span_start": mean("span_start"), "span_end": mean("span_end"),
                       "tokens": mean("decoded_tokens"), "s/edit": mean("seconds"),
+                      "flagged wrong": flagged(False), "flagged exact": flagged(True),
                       "failures": ", ".join(f"{k} {v}" for k, v in sorted(failures.items()))})
     return table
 

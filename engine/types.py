@@ -65,6 +65,8 @@ class EditStats:
     prompt_reused: int = 0     # prompt positions found in the prefix cache (warm edit; remote: the server's report)
     picked: str = ""           # strategy "auto": the strategy it ran ("" for any other strategy; engine.picker)
     predicted_ms: dict = field(default_factory=dict)  # strategy "auto": each candidate's predicted wall ms
+    confidence: float | None = None   # cad / cad-tokens in process: the least probability the model gave any
+                                      # token it chose (None: nothing chosen, or not measured); a low one warns
 
 
 @dataclass

@@ -3,16 +3,27 @@
 * ``greedy_choice(row, allowed=None)``: argmax, restricted to ``allowed`` ids when given (the FSM's mask);
 * ``Chooser``: the program decoder's chooser: greedy (masked where the FSM masks), or, in forced
   mode, the forced program's canonical token at the current output position, checked against the
-  mask (a token the grammar does not allow raises ``ForcedProgramError``).
+  mask (a token the grammar does not allow raises ``ForcedProgramError``). It keeps the probability
+  of each greedy choice (under the mask, as the grammar leaves the model the choice), and
+  ``confidence(out)`` is the least of them over a finished output: how sure the model was of its
+  least sure choice.
 
 Every kept token is the token greedy decoding would commit, so speculation (drafts, guessed
 headers) changes the number of forwards, never the output.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from engine.errors import ForcedProgramError
+
+
+def _logprob(row: torch.Tensor, allowed: torch.Tensor | None, tok: int) -> float:
+    """log p(tok) under the softmax of ``row`` (restricted to ``allowed`` when given)."""
+    logits = row.float() if allowed is None else row.float().index_select(0, allowed)
+    return float(row[tok].float() - torch.logsumexp(logits, 0))
 
 
 def greedy_choice(logits_row: torch.Tensor, allowed: torch.Tensor | None = None) -> int:
@@ -30,10 +41,13 @@ class Chooser:
     def __init__(self, target: list[int] | None, op_starts: list[int] | None = None):
         self.target = target
         self.op_starts = op_starts or []
+        self._logprobs: dict[int, tuple[int, float]] = {}   # output position -> (greedy choice, its log-prob)
 
     def choose(self, row: torch.Tensor, allowed: torch.Tensor | None, pos: int) -> int:
         if self.target is None:
-            return greedy_choice(row, allowed)
+            tok = greedy_choice(row, allowed)
+            self._logprobs[pos] = (tok, _logprob(row, allowed, tok))
+            return tok
         if pos >= len(self.target):
             raise ForcedProgramError(f"forced program ended at output token {pos} but the grammar expects more")
         tok = self.target[pos]
@@ -44,3 +58,9 @@ class Chooser:
                 f"(token {tok} not in the FSM mask): an index out of the document's bounds, or a "
                 f"non-monotonic copy with monotonic=True")
         return tok
+
+    def confidence(self, out: list[int]) -> float | None:
+        """The least probability among the greedy choices that made ``out`` (a choice later replaced,
+        by a rejected guess, does not count); None when the model chose nothing (forced mode)."""
+        kept = [lp for pos, (tok, lp) in self._logprobs.items() if pos < len(out) and out[pos] == tok]
+        return math.exp(min(kept)) if kept else None

@@ -381,6 +381,7 @@ def decode_program(loaded, document: str, instruction: str, *, token_level: bool
     stats = dec.stats
     stats.per_op = [r.as_dict() for r in dec.records]
     stats.prompt_reused = dec.runner.reused
+    stats.confidence = dec.chooser.confidence(dec.out)
     text, warnings, error = None, [], None
     try:
         res = resolve(program, document, mode, token_ids=prompt.view.token_ids,

@@ -53,6 +53,7 @@ class DecodeStats:
     wall_ms: float = 0.0
     truncated: bool = False     # the token budget or the context window ended the output
     repeating: bool = False     # truncated because a gen kept repeating itself
+    confidence: float | None = None   # program decoder: the least probability among the model's choices
     per_op: list[dict] = field(default_factory=list)
 
     @property
