@@ -79,7 +79,7 @@ class InProcessBackend:
         stats = result.stats
         stats_dict = {k: getattr(stats, k) for k in ("decoded_tokens", "copied_tokens", "forced_tokens",
                                                      "forwards", "ops", "wall_ms", "truncated", "budget", "planner",
-                                                     "picked", "predicted_ms")
+                                                     "picked", "predicted_ms", "confidence")
                       if hasattr(stats, k)}
         return EditOutcome(result.text, stats_dict, list(result.warnings))
 

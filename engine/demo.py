@@ -55,6 +55,7 @@ def stats_table(stats) -> str:
         ("forced tokens", stats.forced_tokens), ("forwards", stats.forwards), ("ops", stats.ops),
         ("planner", stats.planner), ("prompt tokens", stats.prompt_tokens), ("wall ms", f"{stats.wall_ms:.0f}"),
         ("truncated", stats.truncated), ("speedup estimate", speedup),
+        ("confidence", "n/a" if stats.confidence is None else f"{stats.confidence:.2f}"),
     ]
     if stats.picked:   # strategy auto: what it ran, and the predictions it chose by
         costs = ", ".join(f"{name} {ms:.0f} ms" for name, ms in stats.predicted_ms.items())
