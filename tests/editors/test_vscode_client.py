@@ -138,34 +138,29 @@ def test_real_client_spawns_real_server_and_applies_a_code_action(vscode_extensi
     assert report["server_exit"]["code"] == 0
 
 
-@pytest.mark.real_model
-def test_clipboard_snippet_is_merged_by_the_real_server(vscode_extension, tmp_path, doc):
-    """A chat-style snippet on the clipboard: the real server merges it by its anchors (no decoding)."""
-    if not CAD_LSP.exists():
-        pytest.skip(f"{CAD_LSP} is not installed (run `make setup`)")
-    snippet = "Use this:\n```python\ndef add(a, b):\n    total = a + b\n    # ... existing code ...\n```\n"
-    report = run_driver(vscode_extension, {
-        "scenario": "apply_clipboard", "file": str(doc), "clipboard": snippet, "start_timeout_ms": 60000,
-        "settings": {"copyAsDecode.server.command": str(CAD_LSP)}}, timeout_s=600)
-    result = report["result"]
-    assert result["applied"] is True and result["stats"]["planner"] == "snippet-merge", result
-    assert report["after"] == SOURCE.replace("a - b", "a + b")
-    assert any("merged" in m["text"] for m in report["messages"]), report["messages"]
+CLIPBOARD = {
+    "snippet-merge": ("Use this:\n```python\ndef add(a, b):\n    total = a + b\n    # ... existing code ...\n```\n",
+                      "merged"),
+    "patch": ("```diff\n--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    total = a - b\n+    total = a + b\n```\n",
+              "pasted diff applied"),
+}
 
 
 @pytest.mark.real_model
-def test_clipboard_diff_is_applied_by_the_real_server(vscode_extension, tmp_path, doc):
-    """A copied unified diff: the real server applies it by its context lines (no decoding, no model)."""
+@pytest.mark.parametrize("planner", sorted(CLIPBOARD))
+def test_clipboard_change_is_applied_by_the_real_server(vscode_extension, tmp_path, doc, planner):
+    """A chat-style snippet, or a unified diff, on the clipboard: the real server applies it exactly
+    (by its anchors, or by its context lines), without decoding."""
     if not CAD_LSP.exists():
         pytest.skip(f"{CAD_LSP} is not installed (run `make setup`)")
-    diff = "```diff\n--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    total = a - b\n+    total = a + b\n```\n"
+    clipboard, said = CLIPBOARD[planner]
     report = run_driver(vscode_extension, {
-        "scenario": "apply_clipboard", "file": str(doc), "clipboard": diff, "start_timeout_ms": 60000,
+        "scenario": "apply_clipboard", "file": str(doc), "clipboard": clipboard, "start_timeout_ms": 60000,
         "settings": {"copyAsDecode.server.command": str(CAD_LSP)}}, timeout_s=600)
     result = report["result"]
-    assert result["applied"] is True and result["stats"]["planner"] == "patch", result
+    assert result["applied"] is True and result["stats"]["planner"] == planner, result
     assert report["after"] == SOURCE.replace("a - b", "a + b")
-    assert any("pasted diff applied" in m["text"] for m in report["messages"]), report["messages"]
+    assert any(said in m["text"] for m in report["messages"]), report["messages"]
 
 
 def test_empty_clipboard_is_a_clear_warning(vscode_extension, tmp_path, doc):
