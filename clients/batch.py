@@ -1,8 +1,9 @@
 """`cad-apply`: headless batch apply of edit instructions to files.
 
-Owns the command line and the per-job loop: read file → (resume check) → edit via the in-process
-engine or the LSP server → print a unified diff (`--diff`, default) or write in place atomically
-(`--write`) → journal. Pieces live in small helpers: clients.jobs (job list, --root check),
+Owns the command line and the loop over jobs; one job (clients.batch_job): read file → (resume
+check) → edit via the in-process engine or the LSP server → checks → print a unified diff (`--diff`,
+default) or write in place atomically (`--write`) → journal. Pieces live in small helpers:
+clients.jobs (job list, --root check), clients.patch_jobs (--patch),
 clients.line_endings (CRLF / final newline), clients.atomic_write (temp+fsync+rename),
 clients.journal (resume), clients.edit_backends (engine / LSP), clients.progress_bar,
 clients.batch_report (per-job status and the summary table).
@@ -10,27 +11,21 @@ clients.batch_report (per-job status and the summary table).
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import signal
 import sys
 import time
 from pathlib import Path
 
-from clients.atomic_write import (
-    ChangedOnDiskError, ReadOnlyFileError, atomic_replace, clean_stale_temp_files, content_hash, is_read_only,
-)
+from clients.atomic_write import clean_stale_temp_files
+from clients.batch_job import run_job
 from clients.batch_report import JobReport, relative, summary
 from clients.fanout import LockedJournal, PerThread, run_fanout, throughput
-from clients.edit_backends import (BackendError, BackendStartError, InProcessBackend, LspBackend,
-                                   load_backend_factory)
+from clients.edit_backends import BackendStartError, InProcessBackend, LspBackend, load_backend_factory
 from clients.jobs import Job, JobsFileError, OutsideRootError, confine, read_jobs_file
 from clients.journal import JOURNAL_NAME, Journal
-from clients.line_endings import NotTextError, decode, encode
 from clients.patch_jobs import PatchJobsError, jobs_from_patch, read_patch
 from clients.progress_bar import ProgressBar
-from engine.program.breakage import breakage_message, find_breakage
-from engine.program.placeholders import find_lazy_placeholders, refusal_message
 from engine.api import DEFAULT_GEN_DRAFTER, DRAFTERS, STRATEGIES  # the engine's registries (torch-free import)
 
 EXIT_OK = 0
@@ -49,7 +44,8 @@ exit codes:
   {EXIT_REFUSED}    no failures, but at least one job was refused (outside --root, not a file,
        binary or not UTF-8, read-only, the file changed on disk while its edit was computed,
        or --write and a new "... existing code ..." placeholder line would replace code:
-       see --allow-placeholders), or at least one
+       see --allow-placeholders, or --write and the edit's confidence is below
+       --min-confidence), or at least one
        edit is "truncated": its program hit the token budget, so the result is incomplete
        (with --write it is not written unless --allow-truncated is given)
   {EXIT_START}    the model or the LSP server could not be started
@@ -85,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --write, also write results whose program hit --max-new-tokens (refused by default)")
     p.add_argument("--allow-read-only", action="store_true",
                    help="with --write, also replace read-only files (refused by default; the mode is kept)")
+    p.add_argument("--min-confidence", type=float, default=0.0, metavar="P",
+                   help="with --write, refuse edits whose least sure choice had a probability below P (e.g. 0.7; "
+                        "warn without --write); pasted changes and serving engines report none and are not held back")
     p.add_argument("--allow-placeholders", action="store_true",
                    help="with --write, also write results where a new '... existing code ...' line replaces code")
     p.add_argument("--root", type=Path, default=None, help="refuse paths outside this directory (default: cwd)")
@@ -149,94 +148,6 @@ def _make_backend(args, progress: ProgressBar):
     return InProcessBackend(model=args.model, strategy=args.strategy, max_new_tokens=args.max_new_tokens,
                             device=args.device, on_status=progress.message, gen_drafter=args.gen_drafter,
                             snippet_merge=args.snippet_merge)
-
-
-def _diff(old: str, new: str, label: str) -> str:
-    """Unified diff that `patch`/`git apply` accept, including the no-final-newline marker."""
-    out = []
-    for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{label}", f"b/{label}"):
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
-
-
-def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal | None, get_backend) -> None:
-    """One job, start to finish; sets report.status/detail. Raises only on interrupt/startup."""
-    path = job.path
-    if not path.is_file():
-        report.status, report.detail = "refused", f"{path}: not a regular file"
-        return
-    if args.write and not args.allow_read_only and is_read_only(path):
-        report.status = "refused"
-        report.detail = (f"{path}: read-only (mode {path.stat().st_mode & 0o7777:04o}); not edited. Make it "
-                         "writable or pass --allow-read-only to replace it anyway")
-        return
-    data = path.read_bytes()
-    before = content_hash(data)
-    if journal is not None and not args.no_resume and journal.is_done(job, before):
-        report.status, report.detail = "skipped", "already applied (journal)"
-        return
-    try:
-        text, style = decode(data, where=str(path))
-    except NotTextError as exc:
-        report.status, report.detail = "refused", str(exc)
-        return
-    n_lines = len(text.split("\n"))
-    if job.line_range and job.line_range[1] > n_lines:
-        report.status = "failed"
-        report.detail = f"{path}: range {job.line_range[0]}-{job.line_range[1]} is past the last line ({n_lines})"
-        return
-    try:
-        outcome = get_backend().edit(text, job.instruction, job.line_range, path=path)
-    except BackendStartError:
-        raise
-    except BackendError as exc:
-        report.status, report.detail = "failed", str(exc)
-        return
-    report.stats = outcome.stats
-    new_data = encode(outcome.text, style)
-    label = relative(path, root)
-    truncated = bool((outcome.stats or {}).get("truncated"))
-    if truncated:
-        budget = (outcome.stats or {}).get("budget") or args.max_new_tokens
-        report.detail = (f"the model hit its token budget{f' ({budget})' if budget else ''} before finishing its edit "
-                         "program; the result is incomplete")
-    if truncated and args.write and not args.allow_truncated:
-        report.status = "truncated"
-        report.detail += (": nothing written, because the rest of the file would be lost. Raise "
-                          "--max-new-tokens, edit a smaller --range, or pass --allow-truncated")
-        return
-    lazy = find_lazy_placeholders(text, outcome.text)  # a placeholder standing for deleted code
-    if lazy:
-        report.detail = refusal_message(lazy, how_to_override="--allow-placeholders writes it anyway")
-        if args.write and not args.allow_placeholders:
-            report.status = "refused"
-            return
-        print(f"cad-apply: warning: {path}: {report.detail}", file=sys.stderr)
-    broken = find_breakage(text, outcome.text)   # advice only: a user may ask for a change that does this
-    if broken is not None:
-        warning = breakage_message(broken)
-        report.detail = f"{report.detail}; {warning}" if report.detail else warning
-        print(f"cad-apply: warning: {path}: {warning}", file=sys.stderr)
-    if not args.write:
-        diff = _diff(data.decode("utf-8", errors="replace"), new_data.decode("utf-8", errors="replace"), label)
-        if diff:
-            sys.stdout.write(diff)
-            sys.stdout.flush()
-        report.finish(truncated=truncated, changed=new_data != data)
-        return
-    # Journal first, then rename: a kill between the two leaves the old file with an entry whose
-    # "after" hash is not on disk, so the rerun redoes the job; a kill after the rename leaves the
-    # new file, whose hash the entry already holds, so the rerun skips it (never applied twice).
-    if journal is not None:
-        journal.record(job, before, content_hash(new_data))
-    if new_data != data:
-        try:
-            atomic_replace(path, new_data, expected_hash=before, allow_read_only=args.allow_read_only,
-                           on_temp=journal.record_temp if journal is not None else None)
-        except (ChangedOnDiskError, ReadOnlyFileError) as exc:
-            report.status, report.detail = "refused", str(exc)
-            return
-    report.finish(truncated=truncated, changed=new_data != data)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -133,7 +133,8 @@ class LspBackend:
         if result.get("applied") is False:  # discarded, or our client refused the edit
             raise BackendError(f"{path or uri}: server did not apply the edit: {result.get('message') or 'no reason given'}")
         stats = result.get("stats") if isinstance(result.get("stats"), dict) else {}
-        return EditOutcome(outcome.text, dict(stats or {}), [])
+        warnings = [str(w) for w in result.get("warnings") or []]
+        return EditOutcome(outcome.text, dict(stats or {}), warnings)
 
     def close(self) -> None:
         if self._loop.is_closed():

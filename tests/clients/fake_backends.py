@@ -4,7 +4,8 @@
 env FAKE_EDIT_DELAY_S sleeps before each edit, FAKE_EDIT_CALLS names a file that gets one line
 per call, FAKE_EDIT_FAIL=1 makes every edit fail. `touching` — rewrites the file on disk while
 the edit is "computed", to exercise the changed-on-disk refusal. `truncating` — like `appending`
-but its stats say the program hit the token budget.
+but its stats say the program hit the token budget. `unsure` — like `appending`, with confidence 0.4
+and the engine's low-confidence warning.
 """
 from __future__ import annotations
 
@@ -47,6 +48,18 @@ class TruncatingBackend(AppendingBackend):
     def edit(self, text, instruction, line_range, *, path=None):
         outcome = super().edit(text, instruction, line_range, path=path)
         return EditOutcome(outcome.text, {"truncated": True})
+
+
+class UnsureBackend(AppendingBackend):
+    """Like `appending`, but the model was unsure (confidence 0.4) and the engine warned about it."""
+
+    def edit(self, text, instruction, line_range, *, path=None):
+        outcome = super().edit(text, instruction, line_range, path=path)
+        return EditOutcome(outcome.text, {"confidence": 0.4}, ["low confidence: the model was unsure of this edit"])
+
+
+def unsure(args):
+    return UnsureBackend()
 
 
 def truncating(args):

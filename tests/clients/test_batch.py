@@ -146,6 +146,22 @@ def test_a_patch_that_names_no_file_is_a_usage_error(tmp_path, capsys):
     assert "names no file to edit" in capsys.readouterr().err
 
 
+def test_min_confidence_holds_back_unsure_edits_and_warnings_reach_stderr(tmp_path, capsys):
+    (p,) = make_files(tmp_path, 1)
+    old = p.read_bytes()
+    unsure = "tests.clients.fake_backends:unsure"
+    code = batch.main([str(p), "-i", "fix it", "--write", "--min-confidence", "0.7", "--root", str(tmp_path),
+                       "--engine-factory", unsure, "--json", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert code == batch.EXIT_REFUSED and p.read_bytes() == old
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert "probability 0.40, below --min-confidence 0.7: nothing written" in json.dumps(report)
+    code = batch.main([str(p), "-i", "fix it", "--write", "--root", str(tmp_path), "--engine-factory", unsure])
+    err = capsys.readouterr().err
+    assert code == 0 and p.read_bytes() != old      # without --min-confidence: written, and the warning shown
+    assert "cad-apply: warning: " in err and "low confidence: the model was unsure" in err
+
+
 def test_write_preserves_crlf_mode_and_missing_final_newline(tmp_path):
     crlf = tmp_path / "crlf.py"
     crlf.write_bytes(b"a = 1\r\nb = 2\r\n")
