@@ -10,7 +10,8 @@ import functools
 import re
 from typing import Callable, NamedTuple
 
-__all__ = ["DocumentLines", "FencedBlock", "NoPlan", "document_lines", "fenced_blocks", "new_line", "or_none"]
+__all__ = ["DocumentLines", "FencedBlock", "NoPlan", "document_lines", "fenced_blocks", "find_runs", "keep_last_break",
+           "new_line", "or_none"]
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([^\s`]*)")
 
@@ -52,6 +53,22 @@ def new_line(line: str, crlf: bool) -> str:
     """A pasted line as the document writes it: its own ``\\r`` dropped, the document's added."""
     line = line.rstrip("\r")
     return line + "\r" if crlf else line
+
+
+def find_runs(keys: list[str], lines: list[str], start: int = 0) -> list[int]:
+    """The 0-based places from ``start`` where ``lines`` (compared without trailing whitespace) stand in
+    ``keys`` (a document's compared lines) one after the other."""
+    want = [line.rstrip("\r").rstrip() for line in lines]
+    n = len(want)
+    return [a for a in range(start, len(keys) - n + 1) if keys[a] == want[0] and keys[a:a + n] == want]
+
+
+def keep_last_break(out: list[str], doc: DocumentLines) -> list[str]:
+    """``out`` (new raw lines of a CRLF document) with no ``\r`` on its last line when the document's last
+    line had none: a pasted line that became the last keeps the document's (absent) final break."""
+    if doc.crlf and out and out[-1].endswith("\r") and not doc.raw[-1].endswith("\r"):
+        out[-1] = out[-1][:-1]
+    return out
 
 
 class FencedBlock(NamedTuple):

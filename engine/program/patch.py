@@ -39,7 +39,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from engine.program.pasted_text import DocumentLines, NoPlan, document_lines, fenced_blocks, new_line, or_none
+from engine.program.pasted_text import (DocumentLines, NoPlan, document_lines, fenced_blocks, find_runs, keep_last_break,
+                                       new_line, or_none)
 from engine.program.placeholders import looks_like_placeholder
 
 __all__ = ["Hunk", "apply_patch", "find_diff_files", "looks_like_diff", "plan_patch"]
@@ -163,12 +164,6 @@ def looks_like_diff(instruction: str) -> bool:
         any(block.info in DIFF_INFOS for block in fenced_blocks(lines) or ())
 
 
-def _occurrences(keys: list[str], old: list[str], cursor: int) -> list[int]:
-    old = [line.rstrip("\r").rstrip() for line in old]
-    n = len(old)
-    return [a for a in range(cursor, len(keys) - n + 1) if keys[a] == old[0] and keys[a:a + n] == old]
-
-
 def _place(doc: DocumentLines, hunk: Hunk, cursor: int, offset: int) -> int:
     """The 0-based document line where the hunk's old lines start (rule 3); ``NoPlan`` says why not."""
     hint = None if hunk.old_start is None else hunk.old_start - 1 + offset
@@ -179,7 +174,7 @@ def _place(doc: DocumentLines, hunk: Hunk, cursor: int, offset: int) -> int:
         if not cursor <= at <= len(doc.keys):
             raise NoPlan(f"it adds lines after line {hunk.old_start}, outside the document")
         return at
-    found = _occurrences(doc.keys, hunk.old, cursor)
+    found = find_runs(doc.keys, hunk.old, cursor)
     if len(found) == 1:
         return found[0]
     first = hunk.old[0].strip()[:50]
@@ -214,9 +209,7 @@ def _apply_file(doc: DocumentLines, hunks: list[Hunk]) -> list[str]:
                 pos += 1
         cursor = pos
     out.extend(doc.raw[cursor:])
-    if doc.crlf and out and out[-1].endswith("\r") and not doc.raw[-1].endswith("\r"):
-        out[-1] = out[-1][:-1]                # a new last line: the document's last line has no break
-    return out
+    return keep_last_break(out, doc)
 
 
 def _bare_block_files(instruction: str) -> list[list[Hunk]]:

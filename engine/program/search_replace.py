@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from engine.program.pasted_text import NoPlan, document_lines, new_line, or_none
+from engine.program.pasted_text import NoPlan, document_lines, find_runs, keep_last_break, new_line, or_none
 
 __all__ = ["Block", "apply_search_replace", "find_blocks", "has_markers", "plan_search_replace"]
 
@@ -74,7 +74,7 @@ def plan_search_replace(document: str, instruction: str) -> str:
         if not any(want):
             raise NoPlan(f"block {k}'s SEARCH part is empty or blank lines only: it says not where")
         n = len(want)
-        hits = [a for a in range(len(keys) - n + 1) if keys[a] == want[0] and keys[a:a + n] == want]
+        hits = find_runs(keys, want)
         if len(hits) != 1:
             first = next(line for line in want if line).strip()[:50]
             found = "is not in the document" if not hits else f"occurs at {len(hits)} places"
@@ -82,9 +82,7 @@ def plan_search_replace(document: str, instruction: str) -> str:
         a = hits[0]
         raw[a:a + n] = [new_line(line, doc.crlf) for line in block.replace]
         keys[a:a + n] = [line.rstrip() for line in block.replace]
-    if doc.crlf and raw and raw[-1].endswith("\r") and not doc.raw[-1].endswith("\r"):
-        raw[-1] = raw[-1][:-1]
-    text = "\n".join(raw)
+    text = "\n".join(keep_last_break(raw, doc))
     if text == document:
         raise NoPlan("applying the blocks changes nothing")
     return text

@@ -47,7 +47,7 @@ import difflib
 from collections import Counter
 from typing import NamedTuple
 
-from engine.program.pasted_text import DocumentLines, NoPlan, document_lines, fenced_blocks, or_none
+from engine.program.pasted_text import DocumentLines, NoPlan, document_lines, fenced_blocks, keep_last_break, or_none
 from engine.program.placeholders import looks_like_placeholder
 
 __all__ = ["MIN_REACH", "extract_snippets", "merge_snippet", "plan_snippet"]
@@ -293,9 +293,7 @@ def _merge_block(document: DocumentLines, snippet: list[str]) -> list[str]:
         out.extend(raw[end + 1 - trail:end + 1])
         cursor = end + 1
     out.extend(raw[cursor:])
-    if crlf and out and out[-1].endswith("\r") and not raw[-1].endswith("\r"):
-        out[-1] = out[-1][:-1]                 # a new last line: the document's last line has no break
-    return out
+    return keep_last_break(out, document)
 
 
 def _hunks(old: list[str], new: list[str]) -> list[tuple[int, int, list[str]]]:
