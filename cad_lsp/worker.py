@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from engine.api import EditCancelled, EditEngine, EditRequest, Progress, edit_without_model
@@ -245,11 +245,14 @@ class EngineWorker:
                 try:
                     # a pasted change that pins down the text needs no model (none is loaded for it) and
                     # no room in its context: a long diff is no "instruction too long"
-                    result = edit_without_model(job.request)
+                    result, notes = edit_without_model(job.request)
                     if result is None:
                         engine = self._engine_for(job)
                         check_size(engine, job.request)  # refuse what cannot fit before tokenizing it all
-                        result = engine.edit(job.request, cancel=job.cancel, progress=job.on_progress)
+                        result = engine.edit(replace(job.request, snippet_merge=False),  # the planners were asked
+                                             cancel=job.cancel, progress=job.on_progress)
+                        if notes:                   # why a pasted snippet did not merge
+                            result.warnings[:0] = notes
                 finally:
                     job.engine_ms = (time.perf_counter() - t0) * 1000.0
         except BaseException as exc:  # handed to the waiting request, never lost

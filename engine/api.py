@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import Callable
 
 from engine.drafters import DEFAULT_GEN_DRAFTER, DRAFTERS
@@ -70,15 +71,25 @@ def check_drafter(name, what: str = "gen_drafter") -> str:
     return name
 
 
-def edit_without_model(request: EditRequest) -> EditResult | None:
-    """The edit of a pasted change that pins down the new text (a diff, SEARCH/REPLACE blocks, a snippet
-    that anchors: ``engine.program.pasted``), which needs no model; None when a model must decode it.
-    Raises what ``EditEngine.edit`` raises for an invalid request, and ``PastedChangeError``."""
+def _plan(request: EditRequest) -> tuple[tuple[int, int] | None, EditResult | None, list[str]]:
+    """Validate ``request``; its line range, the edit of a pasted change that pins down the new text
+    (``engine.edit.pasted_edit``, timed) or None, and the warnings for a decode."""
+    rng = validate(request)
     start = time.perf_counter()
-    planned, _ = pasted_edit(request, validate(request))
+    planned, notes = pasted_edit(request, rng)
     if planned is not None:
         planned.stats.wall_ms = (time.perf_counter() - start) * 1000.0
-    return planned
+    return rng, planned, notes
+
+
+def edit_without_model(request: EditRequest) -> tuple[EditResult | None, list[str]]:
+    """The edit of a pasted change that pins down the new text (a diff, SEARCH/REPLACE blocks, a snippet
+    that anchors: ``engine.program.pasted``), which needs no model; or None and the warnings a decode of
+    it should carry (why a pasted snippet did not merge). The planners need not be asked again: decode
+    ``replace(request, snippet_merge=False)``. Raises what ``EditEngine.edit`` raises for an invalid
+    request, and ``PastedChangeError``."""
+    _, planned, notes = _plan(request)
+    return planned, notes
 
 
 class EditEngine:
@@ -148,17 +159,17 @@ class EditEngine:
         ContextOverflowError (suggests a range-scoped edit), PastedChangeError (a pasted diff that does
         not fit) and EditCancelled. A pasted change that pins down the new text is applied without
         loading the model."""
-        planned = edit_without_model(request)       # a pasted change that pins the text: no model needed
+        rng, planned, notes = _plan(request)        # a pasted change that pins the text: no model needed
         if planned is not None:
             return planned
-        rng = validate(request)
         self.load()
         with self._edit_lock:
             start = time.perf_counter()
             runner = getattr(self._loaded, "edit_runner", run_edit)  # engine.remote.edit for a URL spec
-            result = runner(self._loaded, request, rng, cancel=cancel, progress=progress,
-                              window=self._window, probe=self._probe,
-                              gen_drafter=request.gen_drafter or self._gen_drafter)
+            result = runner(self._loaded, replace(request, snippet_merge=False), rng,  # the planners were asked
+                            cancel=cancel, progress=progress, window=self._window, probe=self._probe,
+                            gen_drafter=request.gen_drafter or self._gen_drafter)
+            result.warnings[:0] = notes
             result.stats.wall_ms = (time.perf_counter() - start) * 1000.0
             return result
 

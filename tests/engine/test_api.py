@@ -179,6 +179,19 @@ def test_a_pasted_diff_that_does_not_fit_is_refused_and_says_why(tiny_engine):
     assert result.stats.planner == "model" and result.stats.forwards > 0
 
 
+def test_a_snippet_that_does_not_merge_is_decoded_once_and_says_why(tiny_engine, monkeypatch):
+    """The planners are asked once per edit (not again by the runner), and their reason reaches the result."""
+    import engine.edit as edit_module
+
+    calls = []
+    real = edit_module.plan_pasted
+    monkeypatch.setattr(edit_module, "plan_pasted", lambda *a: calls.append(1) or real(*a))
+    stray = "```python\nline_5 = 5\n# ... existing code ...\nline_3 = 3\nline_4 = 44\n```"   # its second part is above
+    result = tiny_engine.edit(EditRequest(DOC, stray, max_new_tokens=8))
+    assert result.stats.planner == "model" and len(calls) == 1
+    assert result.warnings[0].startswith("the pasted snippet could not be applied as is: ")
+
+
 def test_snippet_merge_off_decodes_with_the_model(tiny_engine):
     result = tiny_engine.edit(EditRequest(DOC, SNIPPET, snippet_merge=False, max_new_tokens=8))
     assert result.stats.planner == "model" and result.stats.forwards > 0
