@@ -70,7 +70,7 @@ _OTHER = ["--- a/other/close_elements.py", "+++ b/other/close_elements.py", "@@ 
 
 
 def _headerless(doc: str, gold: str) -> str | None:
-    body = [line for line in _diff(doc, gold, 3)[2:]]
+    body = _diff(doc, gold, 3)[2:]
     if sum(1 for line in body if line.startswith("@@")) != 1:
         return None
     return "Change it like this:\n```diff\n" + "\n".join(line for line in body if not line.startswith("@@")) + "\n```"

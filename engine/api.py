@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Callable
 
 from engine.drafters import DEFAULT_GEN_DRAFTER, DRAFTERS
-from engine.edit import SNIPPET_MERGE, pasted_edit, run_edit
+from engine.edit import pasted_edit, run_edit
 from engine.program.pasted import MODEL, planner_note
 from engine.errors import (
     ContextOverflowError, EditCancelled, EngineError, InvalidRangeError, InvalidRequestError, ModelLoadError,
@@ -38,7 +38,7 @@ from engine.types import MODES, EditRequest, EditResult, EditStats, Progress
 __all__ = [
     "STRATEGIES", "DRAFTERS", "DEFAULT_GEN_DRAFTER", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
     "EngineError", "ContextOverflowError", "EditCancelled", "InvalidRangeError",
-    "UnknownStrategyError", "InvalidRequestError", "ModelLoadError", "get_strategy", "SNIPPET_MERGE",
+    "UnknownStrategyError", "InvalidRequestError", "ModelLoadError", "get_strategy",
     "MODEL", "planner_note", "PastedChangeError", "edit_without_model",
 ]
 

@@ -32,8 +32,6 @@ from engine.program.pasted import MODEL, plan_pasted
 from engine.strategies import Strategy, get_strategy
 from engine.types import EditResult, EditStats
 
-SNIPPET_MERGE = "snippet-merge"   # stats.planner of a merged snippet (engine.program.pasted has the others)
-
 
 def _run_regen(loaded, document, request, strategy: Strategy, *, cancel, progress, window, probe):
     from engine.decode.regen import regenerate
