@@ -22,6 +22,7 @@ The adapter's LoRA weights are merged into the base weights after loading (peft
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,7 +120,9 @@ def apply_adapter(model, path: Path):
     except ImportError as exc:  # pragma: no cover - peft is a pinned dependency
         raise AdapterError("loading an adapter needs peft: `pip install peft==0.21.2`") from exc
     try:
-        wrapped = PeftModel.from_pretrained(model, str(path), is_trainable=False)
+        with warnings.catch_warnings():   # peft reads a property transformers deprecated: not the user's concern
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            wrapped = PeftModel.from_pretrained(model, str(path), is_trainable=False)
     except Exception as exc:  # peft raises many types for mismatched or damaged adapters
         raise AdapterError(f"cannot apply the adapter {path}: {type(exc).__name__}: {exc}. It may have been "
                            f"trained for another base model; pass the right base or adapter='none'") from exc

@@ -3,6 +3,7 @@ and the exported adapter loads with its prompt profile."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
@@ -78,7 +79,9 @@ def test_exported_adapter_loads_with_its_profile(tiny_dir, data_dir, tmp_path):
     adapter, _ = _fit(tiny_dir, data_dir, tmp_path / "run", max_updates=3, lr=1e-2)
     profile = json.loads((adapter / "cad_profile.json").read_text())
     assert profile["prompt_profile"] == "short"
-    tuned = load_model(str(adapter), "cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)   # a user sees no library deprecation noise
+        tuned = load_model(str(adapter), "cpu")
     base = load_model(str(tiny_dir), "cpu", adapter="none")
     assert tuned.prompt_profile == "short" and base.prompt_profile == "teach"
     w_tuned = tuned.model.model.layers[0].self_attn.q_proj.weight
