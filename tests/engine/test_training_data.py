@@ -86,3 +86,30 @@ def test_every_family_makes_resolvable_cases(family, real_tokenizer):
         assert resolve(line_program(case.document, case.gold), case.document, "strict").text == case.gold
         if family == "noop":
             assert case.gold == case.document
+
+
+@pytest.mark.parametrize("line, key, new_line", [
+    ("const port = 8000;", "port", "const port = {}"),
+    ("pub const LIMIT: usize = 10;", "LIMIT", None),
+    ('    "timeout": 30,', "timeout", None),
+    ("DEBUG = False", "DEBUG", "DEBUG = True"),
+])
+def test_set_value_names_the_setting_not_the_line(line, key, new_line):
+    """An editor user asks "change the port to 8080": the kind changes one value, named by its key."""
+    from training.families.mechanical import set_value
+    from training.langs import LANGS
+
+    lines = ["// settings", line, "", "function use() { return 1; }"]
+    kind, gold, instr = set_value(lines, LANGS["javascript"], random.Random(3))
+    assert kind == "set_value" and gold[0] == lines[0] and gold[2:] == lines[2:]
+    assert gold[1] != line and gold[1].split("=")[0].split(":")[0] == line.split("=")[0].split(":")[0]
+    if new_line and "{}" not in new_line:
+        assert gold[1] == new_line
+    assert "line" not in instr and (key in instr or key.lower().replace("_", " ") in instr.lower())
+
+
+def test_set_value_skips_keys_set_twice_and_keywords():
+    from training.families.mechanical import set_value
+    from training.langs import LANGS
+
+    assert set_value(["x = 1", "if ok:", "    x = 2", "return 5"], LANGS["python"], random.Random(0)) is None

@@ -8,7 +8,7 @@ document offers no place for this kind of edit). Families and their kinds:
 * ``snippet``    apply a snippet whose unchanged parts are ``… existing code …`` placeholders
                  (in the language's comment syntax), or a whole replacement function
 * ``mechanical`` rename a symbol, add/remove a parameter, insert/delete lines or a block, add a
-                 comment or docstring, change a literal
+                 comment or docstring, change a literal, set a value named by its key
 * ``noop``       requests that leave the document as it is (nothing to do, or already applied)
 """
 from __future__ import annotations

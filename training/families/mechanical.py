@@ -2,7 +2,8 @@
 
 Kinds: ``rename`` (every whole-word occurrence), ``delete_lines`` (by number), ``delete_block`` (a
 block named by its first line), ``insert_line`` (after/before a line number or a quoted line),
-``add_comment``, ``add_docstring``, ``change_literal``, ``add_param`` and ``remove_param`` (an
+``add_comment``, ``add_docstring``, ``change_literal``, ``set_value`` (the value of a setting named
+by its key, as editor users ask: "Change the port to 8080"), ``add_param`` and ``remove_param`` (an
 unused parameter of a one-line signature). Instructions name what to do precisely enough that
 there is one right answer, phrased in natural variations.
 """
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 
-from training.families.common import (EditCase, block_end, code_lines, functions, identifiers, indent_of, join,
+from training.families.common import (KEYWORDS, EditCase, block_end, code_lines, functions, identifiers, indent_of, join,
                                       lines_of, new_identifier)
 from training.families.snippet import _new_lines
 from training.langs import LANGS
@@ -171,6 +173,51 @@ def change_literal(lines, lang, rng):
     return "change_literal", gold, instr.format(o=old, n=new, l=k + 1)
 
 
+# a setting: `name = value`, `name: value`, `"name": value`, `name := value`, `#define NAME value`,
+# `NAME=value` (shell), `LIMIT: usize = 10`; the value a number, a quoted string or a boolean, then the end of the statement
+_SETTING = re.compile(r"""^(?P<head>\s*(?:(?:export|const|let|var|static|final|public|private|pub|val|readonly|int|
+    long|double|float|bool|boolean|String|string|auto|size_t|unsigned|char\s*\*?)\s+)*(?:\#define\s+)?["']?)
+    (?P<key>[A-Za-z_][A-Za-z0-9_]*)["']?(?:\s*:\s*&?[A-Za-z_][\w<>\[\]]*(?=\s*=))?(?P<op>\s*(?::=|=|:|\s)\s*)
+    (?P<value>-?\d+(?:\.\d+)?|"[^"\\]{0,40}"|'[^'\\]{0,40}'|true|false|True|False)
+    (?P<tail>\s*[;,]?\s*(?:(?://|\#).*)?)$""", re.X)
+
+
+def _new_value(value: str, rng: random.Random) -> str:
+    """Another value of the same type as ``value``."""
+    if value in ("true", "false", "True", "False"):
+        return {"true": "false", "false": "true", "True": "False", "False": "True"}[value]
+    if value[0] in "\"'":
+        word = rng.choice(["debug", "production", "localhost", "utf-8", "json", "v2", "enabled", "none"])
+        return value[0] + word + value[0] if word != value[1:-1] else value
+    number = float(value) if "." in value else int(value)
+    new = rng.choice([number * 2, number * 10, number + 1, max(1, number // 2) if isinstance(number, int) else number / 2])
+    return str(round(new, 6) if isinstance(new, float) else new)
+
+
+def _spoken(key: str) -> str:
+    """``pool_size`` / ``poolSize`` / ``POOL_SIZE`` -> ``pool size``: how people name a setting."""
+    return " ".join(re.findall(r"[a-z]+|\d+", re.sub(r"([a-z])([A-Z])", r"\1 \2", key).lower())) or key
+
+
+def set_value(lines, lang, rng):
+    found = [(k, m) for k in code_lines(lines, lang, min_len=3) if (m := _SETTING.match(lines[k]))
+             and m.group("key") not in KEYWORDS]
+    keys = Counter(m.group("key") for _, m in found)
+    found = [(k, m) for k, m in found if keys[m.group("key")] == 1]   # the one setting of that name
+    if not found:
+        return None
+    k, m = rng.choice(found)
+    old, new = m.group("value"), _new_value(m.group("value"), rng)
+    if new == old:
+        return None
+    gold = list(lines)
+    gold[k] = lines[k][:m.start("value")] + new + lines[k][m.end("value"):]
+    key, shown = m.group("key"), new if new[0] not in "\"'" else new[1:-1]
+    instr = rng.choice(["Set `{k}` to {n}.", "Change {s} to {n}.", "Change the {s} to {n}.", "Use {n} for {k}.",
+                        "{k} should be {n}, not {o}.", "Make {s} {n} instead of {o}."])
+    return "set_value", gold, instr.format(k=key, s=_spoken(key), n=shown, o=old)
+
+
 def _signature(lines, lang, rng):
     fns = functions(lines, lang)
     rng.shuffle(fns)
@@ -217,14 +264,16 @@ def remove_param(lines, lang, rng):
 
 KINDS = {"rename": rename, "delete_lines": delete_lines, "delete_block": delete_block, "insert_line": insert_line,
          "add_comment": add_comment, "add_docstring": add_docstring, "change_literal": change_literal,
-         "add_param": add_param, "remove_param": remove_param}
+         "set_value": set_value, "add_param": add_param, "remove_param": remove_param}
+
+KIND_WEIGHTS = {"set_value": 4.0}   # settings are what editor users change most; few lines of code are one
 
 
 def make(doc: str, lang_name: str, rng: random.Random) -> EditCase | None:
     lang = LANGS[lang_name]
     lines = lines_of(doc)
-    order = list(KINDS)
-    rng.shuffle(order)
+    # a weighted shuffle (Efraimidis-Spirakis): a kind that fits few documents is tried first more often
+    order = sorted(KINDS, key=lambda name: -rng.random() ** (1.0 / KIND_WEIGHTS.get(name, 1.0)))
     for name in order[:3]:
         got = KINDS[name](lines, lang, rng)
         if got is not None and got[1] != lines:
