@@ -157,10 +157,13 @@ def build_trainable(config: FitConfig):
         return loaded, model
     from peft import LoraConfig, get_peft_model
 
+    from engine.backends.adapters import quiet_peft
+
     lora = LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=0.0, bias="none",
                       target_modules=list(TARGET_MODULES), task_type="CAUSAL_LM")
     torch.manual_seed(config.seed)
-    peft_model = get_peft_model(model, lora)
+    with quiet_peft():
+        peft_model = get_peft_model(model, lora)
     if config.init_adapter:
         from peft import set_peft_model_state_dict
         from safetensors.torch import load_file

@@ -21,6 +21,7 @@ The adapter's LoRA weights are merged into the base weights after loading (peft
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 from dataclasses import dataclass
@@ -113,6 +114,15 @@ def _adapter_choice(path: Path, base: str | None) -> ModelChoice:
     return ModelChoice(base, path.resolve(), profile.get("prompt_profile", "short"))
 
 
+@contextlib.contextmanager
+def quiet_peft():
+    """Silence the FutureWarning peft triggers when it wraps a model (it reads ``is_gradient_checkpointing``,
+    which transformers deprecated): a library's internals, not something the user can act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield
+
+
 def apply_adapter(model, path: Path):
     """Load the LoRA adapter at ``path`` onto ``model`` and merge it; returns the plain merged model."""
     try:
@@ -120,8 +130,7 @@ def apply_adapter(model, path: Path):
     except ImportError as exc:  # pragma: no cover - peft is a pinned dependency
         raise AdapterError("loading an adapter needs peft: `pip install peft==0.21.2`") from exc
     try:
-        with warnings.catch_warnings():   # peft reads a property transformers deprecated: not the user's concern
-            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        with quiet_peft():
             wrapped = PeftModel.from_pretrained(model, str(path), is_trainable=False)
     except Exception as exc:  # peft raises many types for mismatched or damaged adapters
         raise AdapterError(f"cannot apply the adapter {path}: {type(exc).__name__}: {exc}. It may have been "
