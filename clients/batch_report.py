@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clients.jobs import Job
+from engine.api import UNCHANGED_HINT
 
 # An edit that decoded a complete program which changes nothing: the model found nothing to change,
 # or rewrote lines exactly as they were. Said, so that "unchanged" is not mistaken for success.
-UNCHANGED_DETAIL = "the model's edit changed nothing: rephrase the instruction, or use a larger model (--model)"
+UNCHANGED_DETAIL = f"the model's edit changed nothing: {UNCHANGED_HINT} (--model)"
 
 
 @dataclass

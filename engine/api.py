@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Callable
 
 from engine.drafters import DEFAULT_GEN_DRAFTER, DRAFTERS
-from engine.edit import pasted_edit, run_edit
+from engine.edit import UNCHANGED_HINT, pasted_edit, run_edit
 from engine.program.pasted import MODEL, planner_note
 from engine.errors import (
     ContextOverflowError, EditCancelled, EngineError, InvalidRangeError, InvalidRequestError, ModelLoadError,
@@ -39,7 +39,7 @@ __all__ = [
     "STRATEGIES", "DRAFTERS", "DEFAULT_GEN_DRAFTER", "MODES", "EditRequest", "Progress", "EditStats", "EditResult", "EditEngine",
     "EngineError", "ContextOverflowError", "EditCancelled", "InvalidRangeError",
     "UnknownStrategyError", "InvalidRequestError", "ModelLoadError", "get_strategy",
-    "MODEL", "planner_note", "PastedChangeError", "edit_without_model",
+    "MODEL", "planner_note", "UNCHANGED_HINT", "PastedChangeError", "edit_without_model",
 ]
 
 

@@ -7,7 +7,8 @@ framing, protocol rules, document sync, commands, progress, cancellation, applyE
 The fake engine's edit appends one line ``# edited: <instruction>`` to the edited text. An
 instruction starting with ``slow`` decodes for ``FAKE_STEPS`` (env, default 400) steps of ``FAKE_STEP_S`` (default 0.025) s,
 checking the cancel event before each "forward" and reporting progress, like the real decoder.
-The instruction ``crash`` raises ``RuntimeError`` (an engine bug). Like the real tokenizer, it refuses text that is not valid Unicode (lone surrogates) with the
+The instruction ``crash`` raises ``RuntimeError`` (an engine bug); ``nothing`` is a model edit that
+changes nothing. Like the real tokenizer, it refuses text that is not valid Unicode (lone surrogates) with the
 tokenizer's own ``TypeError``.
 """
 from __future__ import annotations
@@ -48,7 +49,8 @@ class FakeEngine:
                 time.sleep(float(os.environ.get("FAKE_STEP_S", "0.025")))
         lines = request.document.split("\n")
         first, last = request.line_range or (1, len(lines) - (1 if len(lines) > 1 and lines[-1] == "" else 0))
-        lines.insert(last, f"# edited: {request.instruction}")
+        if request.instruction != "nothing":
+            lines.insert(last, f"# edited: {request.instruction}")
         new = "\n".join(lines)
         program = line_program(request.document, new)
         assert resolve(program, request.document, "clipped").text == new
