@@ -51,31 +51,37 @@ def _apply(document: str, kind: str, edits: list[tuple[str, str]]) -> str:
     return text
 
 
+_SERVER_YAML = """\
+server:
+  host: 0.0.0.0
+  port: 8000
+  workers: 4
+database:
+  url: postgres://localhost/app
+  pool_size: 10
+logging:
+  level: info
+  format: json
+"""
+
+_PYPROJECT = """\
+[project]
+name = "tidy-csv"
+version = "0.4.2"
+description = "Clean up messy CSV files"
+requires-python = ">=3.9"
+dependencies = [
+    "click>=8.0",
+    "chardet>=5.0",
+]
+
+[project.scripts]
+tidy-csv = "tidy_csv.cli:main"
+"""
+
 _RAW: list[tuple[str, str, str, str, str, list[tuple[str, str]]]] = [
-    ("yaml-port", "config.yaml", "setting", "Change the port to 8080.", """\
-server:
-  host: 0.0.0.0
-  port: 8000
-  workers: 4
-database:
-  url: postgres://localhost/app
-  pool_size: 10
-logging:
-  level: info
-  format: json
-""", [("port: 8000", "port: 8080")]),
-    ("yaml-log-level", "config.yaml", "setting", "Set the logging level to debug.", """\
-server:
-  host: 0.0.0.0
-  port: 8000
-  workers: 4
-database:
-  url: postgres://localhost/app
-  pool_size: 10
-logging:
-  level: info
-  format: json
-""", [("level: info", "level: debug")]),
+    ("yaml-port", "config.yaml", "setting", "Change the port to 8080.", _SERVER_YAML, [("port: 8000", "port: 8080")]),
+    ("yaml-log-level", "config.yaml", "setting", "Set the logging level to debug.", _SERVER_YAML, [("level: info", "level: debug")]),
     ("compose-image", "docker-compose.yml", "setting", "Upgrade postgres to 16.", """\
 services:
   web:
@@ -93,34 +99,8 @@ services:
 volumes:
   pgdata:
 """, [("image: postgres:14", "image: postgres:16")]),
-    ("toml-version", "pyproject.toml", "setting", "Bump the version to 0.5.0.", """\
-[project]
-name = "tidy-csv"
-version = "0.4.2"
-description = "Clean up messy CSV files"
-requires-python = ">=3.9"
-dependencies = [
-    "click>=8.0",
-    "chardet>=5.0",
-]
-
-[project.scripts]
-tidy-csv = "tidy_csv.cli:main"
-""", [('version = "0.4.2"', 'version = "0.5.0"')]),
-    ("toml-dep", "pyproject.toml", "delete", "Remove the chardet dependency.", """\
-[project]
-name = "tidy-csv"
-version = "0.4.2"
-description = "Clean up messy CSV files"
-requires-python = ">=3.9"
-dependencies = [
-    "click>=8.0",
-    "chardet>=5.0",
-]
-
-[project.scripts]
-tidy-csv = "tidy_csv.cli:main"
-""", [('    "chardet>=5.0",\n', "")]),
+    ("toml-version", "pyproject.toml", "setting", "Bump the version to 0.5.0.", _PYPROJECT, [('version = "0.4.2"', 'version = "0.5.0"')]),
+    ("toml-dep", "pyproject.toml", "delete", "Remove the chardet dependency.", _PYPROJECT, [('    "chardet>=5.0",\n', "")]),
     ("json-script", "package.json", "setting", "Make the test script run jest with --coverage.", """\
 {
   "name": "todo-api",
