@@ -40,13 +40,20 @@ def relative(path: Path, root: Path) -> str:
         return str(path)
 
 
+DETAIL_WIDTH = 180   # a longer detail (an error's full text) is cut, visibly, in the table
+
+
+def _clip(detail: str) -> str:
+    return detail if len(detail) <= DETAIL_WIDTH else detail[:DETAIL_WIDTH - 1] + "…"
+
+
 def summary(reports: list[JobReport], root: Path) -> str:
     """The run's markdown table (status, file[:range], time, detail) and the totals per status."""
     rows = [("status", "file", "time", "detail")]
     for r in reports:
         rows.append((r.status, relative(r.job.path, root) + (f":{r.job.line_range[0]}-{r.job.line_range[1]}"
                                                               if r.job.line_range else ""),
-                     f"{r.seconds:.1f}s", r.detail[:100]))
+                     f"{r.seconds:.1f}s", _clip(r.detail)))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = []
     for k, row in enumerate(rows):

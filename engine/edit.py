@@ -105,8 +105,8 @@ def low_confidence_warning(confidence: float | None) -> str | None:
 # What to try when the model's complete program changes nothing although a change was asked for (the
 # front ends add how to pick another model). Rephrasing rarely rescues a small model's no-op; a pasted
 # diff or snippet is applied exactly without it (engine.program.pasted).
-UNCHANGED_HINT = ("rephrase the instruction, paste the change itself as a diff or a snippet (applied exactly, "
-                  "without the model), or use a larger model")
+UNCHANGED_HINT = ("rephrase the instruction, paste the change itself as a diff or snippet (applied without "
+                  "the model), or use a larger model")
 
 
 AUTO_BUDGET_MARGIN = 256

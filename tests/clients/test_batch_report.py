@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clients.batch_report import UNCHANGED_DETAIL, JobReport, relative, summary
+from clients.batch_report import DETAIL_WIDTH, UNCHANGED_DETAIL, JobReport, relative, summary
 from clients.jobs import Job
 
 
@@ -18,7 +18,7 @@ def test_finish_names_the_status_and_explains_an_edit_that_changed_nothing():
     truncated.finish(truncated=True, changed=True)
     assert (changed.status, changed.detail) == ("ok", "")
     assert (unchanged.status, unchanged.detail) == ("unchanged", UNCHANGED_DETAIL)
-    assert "--model" in UNCHANGED_DETAIL
+    assert "--model" in UNCHANGED_DETAIL and len(UNCHANGED_DETAIL) <= DETAIL_WIDTH   # shown whole in the table
     assert truncated.status == "truncated"
     kept = _report()
     kept.detail = "placeholder warning"

@@ -15,7 +15,7 @@ def test_unchanged_model_edit_says_what_to_try(tmp_path):
         result = client.response(client.execute("cad.applyEdit", {"uri": uri, "instruction": "nothing"}))["result"]
         assert result["applied"] and result["edits"] == 0
         assert result["message"].startswith("no change: the model's edit reproduces the document")
-        assert "diff or a snippet" in result["message"] and "larger model" in result["message"]
+        assert "diff or snippet" in result["message"] and "larger model" in result["message"]
         changed = client.response(client.execute("cad.applyEdit", {"uri": uri, "instruction": "add a line"}))["result"]
         assert changed["applied"] and "no change" not in changed["message"]
     finally:
