@@ -47,7 +47,7 @@ def run_case(engine, case, strategy: str) -> dict:
         row.update(outcome="incomplete", error=f"{type(exc).__name__}: {exc}"[:300])
     else:
         stats = result.stats
-        row.update(outcome=outcome_of(case, result.text, bool(stats.truncated or getattr(stats, "repeating", False))),
+        row.update(outcome=outcome_of(case, result.text, stats.truncated),   # a repeating gen is truncated too
                    confidence=stats.confidence, program=str(result.program)[:300],
                    flagged=any(w.startswith("low confidence") for w in result.warnings),
                    below_threshold=stats.confidence is not None and stats.confidence < LOW_CONFIDENCE)

@@ -32,8 +32,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
-from engine.api import (UNCHANGED_HINT, EditCancelled, EditRequest, EngineError, ModelLoadError, get_strategy,
-                        planner_note)
+from engine.api import (MODEL, UNCHANGED_HINT, EditCancelled, EditRequest, EngineError, ModelLoadError,
+                        get_strategy, planner_note)
 from engine.program.grammar import serialize
 from engine.program.breakage import breakage_message, find_breakage
 from engine.program.placeholders import find_lazy_placeholders, refusal_message
@@ -222,7 +222,7 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             raise JsonRpcRequestCancelled(message=f"{command} was cancelled before its edit was sent")
         outcome = await apply_versioned(ls, snap, plan.edits, f"cad: {request.instruction}",
                                         timeout=ls.settings.apply_edit_timeout, request_id=request_id)
-        if outcome.applied and not plan.edits and result.stats.planner == "model":
+        if outcome.applied and not plan.edits and result.stats.planner == MODEL:
             outcome = dataclasses.replace(outcome, message=f"no change: the model's edit reproduces the document; "
                                                            f"{UNCHANGED_HINT} (setting model)")
         if reply["warnings"] and outcome.applied:

@@ -173,10 +173,11 @@ def change_literal(lines, lang, rng):
     return "change_literal", gold, instr.format(o=old, n=new, l=k + 1)
 
 
-# a setting: `name = value`, `name: value`, `"name": value`, `name := value`, `#define NAME value`,
-# `NAME=value` (shell), `LIMIT: usize = 10`; the value a number, a quoted string or a boolean, then the end of the statement
+# a setting: `name = value`, `name: value`, `"name": value`, `name := value`, `name value`, `NAME=value`,
+# `LIMIT: usize = 10`; the value a number, a quoted string or a boolean, then the end of the statement
+# (`#define` lines never get here: `code_lines` leaves out every line that starts with `#`)
 _SETTING = re.compile(r"""^(?P<head>\s*(?:(?:export|const|let|var|static|final|public|private|pub|val|readonly|int|
-    long|double|float|bool|boolean|String|string|auto|size_t|unsigned|char\s*\*?)\s+)*(?:\#define\s+)?["']?)
+    long|double|float|bool|boolean|String|string|auto|size_t|unsigned|char\s*\*?)\s+)*["']?)
     (?P<key>[A-Za-z_][A-Za-z0-9_]*)["']?(?:\s*:\s*&?[A-Za-z_][\w<>\[\]]*(?=\s*=))?(?P<op>\s*(?::=|=|:|\s)\s*)
     (?P<value>-?\d+(?:\.\d+)?|"[^"\\]{0,40}"|'[^'\\]{0,40}'|true|false|True|False)
     (?P<tail>\s*[;,]?\s*(?:(?://|\#).*)?)$""", re.X)
