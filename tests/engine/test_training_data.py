@@ -89,7 +89,7 @@ def test_every_family_makes_resolvable_cases(family, real_tokenizer):
 
 
 @pytest.mark.parametrize("line, key, new_line", [
-    ("const port = 8000;", "port", "const port = {}"),
+    ("const port = 8000;", "port", None),
     ("pub const LIMIT: usize = 10;", "LIMIT", None),
     ('    "timeout": 30,', "timeout", None),
     ("DEBUG = False", "DEBUG", "DEBUG = True"),
@@ -103,7 +103,7 @@ def test_set_value_names_the_setting_not_the_line(line, key, new_line):
     kind, gold, instr = set_value(lines, LANGS["javascript"], random.Random(3))
     assert kind == "set_value" and gold[0] == lines[0] and gold[2:] == lines[2:]
     assert gold[1] != line and gold[1].split("=")[0].split(":")[0] == line.split("=")[0].split(":")[0]
-    if new_line and "{}" not in new_line:
+    if new_line:
         assert gold[1] == new_line
     assert "line" not in instr and (key in instr or key.lower().replace("_", " ") in instr.lower())
 
