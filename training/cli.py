@@ -3,6 +3,8 @@
     cad-train data --out data/cad-train [--per-lang 800] [--seed 0]
     cad-train fit  --data data/cad-train --out runs/lora-r16 [--rank 16] [--epochs 1] [--threads 1]
     cad-train ship --adapter runs/lora-r16/adapter     # copy into engine/weights (what "default" loads)
+    cad-train extract --tuned runs/full/adapter --out runs/full-r64 --rank 64   # full FT -> LoRA adapter
+    cad-train score --data data/cad-train --models default,default+runs/full-r64  # teacher-forced, side by side
 
 ``fit`` resumes from ``--out``'s checkpoint when one exists (run the same command again after a
 kill). Training never runs in CI: CI uses the committed adapter.
@@ -58,6 +60,34 @@ def _ship(args) -> int:
     return 0
 
 
+def _extract(args) -> int:
+    from training.extract import ExtractError, extract_adapter
+
+    try:
+        report = extract_adapter(args.tuned, args.out, rank=args.rank, base=args.base or "",
+                                 log=lambda m: print(f"[cad-train extract] {m}", file=sys.stderr, flush=True))
+    except ExtractError as exc:
+        print(f"cad-train extract: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def _score(args) -> int:
+    from training.score import markdown, score_models
+
+    specs = [s for s in args.models.split(",") if s]
+    try:
+        rows = score_models(args.data, specs, split=args.split, cases=args.cases,
+                            log=lambda m: print(f"[cad-train score] {m}", file=sys.stderr, flush=True))
+    except FileNotFoundError as exc:
+        print(f"cad-train score: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(rows))
+    print(markdown(rows))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cad-train", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -85,6 +115,18 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("ship", help="install an exported adapter as the default model's adapter")
     s.add_argument("--adapter", required=True)
     s.set_defaults(func=_ship)
+    e = sub.add_parser("extract", help="turn a fully fine-tuned model into a LoRA adapter (truncated SVD)")
+    e.add_argument("--tuned", required=True, help="the adapter/ folder of a `fit --full-finetune` run")
+    e.add_argument("--out", required=True)
+    e.add_argument("--rank", type=int, default=64)
+    e.add_argument("--base", default=None, help="the untrained base (default: the one the run recorded)")
+    e.set_defaults(func=_extract)
+    c = sub.add_parser("score", help="teacher-forced val loss / val_exact of several models on the same cases")
+    c.add_argument("--data", required=True)
+    c.add_argument("--models", required=True, help="comma-separated model specs")
+    c.add_argument("--split", default="val", choices=["train", "val", "test"])
+    c.add_argument("--cases", type=int, default=60)
+    c.set_defaults(func=_score)
     return p
 
 

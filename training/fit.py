@@ -150,9 +150,12 @@ def build_trainable(config: FitConfig):
     """(loaded base model, trainable module) — a peft LoRA wrapper, or the model itself for full FT."""
     from engine.backends.model import load_model
 
-    loaded = load_model(config.base, config.device, adapter="none")
+    # Full fine-tuning from an adapter starts from the base with that adapter merged into its weights.
+    start = config.init_adapter if config.full_finetune and config.init_adapter else "none"
+    loaded = load_model(config.base, config.device, adapter=start)
     model = loaded.model.float()       # fp32 master weights; CUDA forwards run under bf16 autocast
     if config.full_finetune:
+        model.requires_grad_(True)     # a merged adapter leaves the base weights frozen (peft froze them)
         model.train()
         return loaded, model
     from peft import LoraConfig, get_peft_model

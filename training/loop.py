@@ -28,7 +28,7 @@ from training.fit import (FitConfig, batch_loss, build_trainable, case_loss, cau
                           lr_factor, plan_batches, trainable_state)
 
 
-def _render_all(path: Path, tokenizer, profile: str, limit: int = 0) -> list:
+def render_all(path: Path, tokenizer, profile: str, limit: int = 0) -> list:
     from training.dataset import load_cases
     from training.render import render_case
 
@@ -79,15 +79,19 @@ def _load_checkpoint(out: Path, trainable, optimizer) -> dict | None:
     return json.loads((final / "state.json").read_text())
 
 
-def export_adapter(trainable, out_dir: Path, config: FitConfig, summary: dict) -> Path:
-    """Write the adapter (peft ``save_pretrained``) and its prompt profile; returns the directory."""
+def export_adapter(trainable, out_dir: Path, config: FitConfig, summary: dict, tokenizer=None) -> Path:
+    """Write the adapter (peft ``save_pretrained``) and its prompt profile; returns the directory.
+    Full fine-tuning writes the whole model with its tokenizer: a Hugging Face directory any model spec
+    takes (``cad-train extract`` turns it into an adapter)."""
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     if config.full_finetune:
         trainable.save_pretrained(str(tmp), safe_serialization=True)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(str(tmp))
     else:
         trainable.save_pretrained(str(tmp))
-        _weights_to_fp16(tmp / "adapter_model.safetensors")
+        weights_to_fp16(tmp / "adapter_model.safetensors")
     profile = {"prompt_profile": config.profile, "base": config.base, "training": summary,
                "config": asdict(config)}
     (tmp / PROFILE_FILE).write_text(json.dumps(profile, indent=2) + "\n")
@@ -96,7 +100,7 @@ def export_adapter(trainable, out_dir: Path, config: FitConfig, summary: dict) -
     return out_dir
 
 
-def _weights_to_fp16(path: Path) -> None:
+def weights_to_fp16(path: Path) -> None:
     """LoRA factors in fp16: half the size on disk, and far below the precision that matters once the
     delta is merged into the base weights at load."""
     from safetensors.torch import load_file, save_file
@@ -105,7 +109,7 @@ def _weights_to_fp16(path: Path) -> None:
     save_file(tensors, str(path), metadata={"format": "pt"})
 
 
-def _validate(lm, cases, autocast=None) -> dict:
+def teacher_forced_scores(lm, cases, autocast=None) -> dict:
     """Token-weighted loss over the validation cases, and ``exact``: the share of cases whose every
     trained token is the model's argmax under teacher forcing. Such a case is decoded exactly by the
     greedy, grammar-constrained decoder (the gold token is always legal, so the mask cannot change
@@ -149,8 +153,8 @@ def fit(config: FitConfig, *, log=print) -> Path:
     loaded, trainable = build_trainable(config)
     lm = causal_lm_of(trainable)
     data = Path(config.data)
-    train = _render_all(data / "train.jsonl", loaded.tokenizer, config.profile, config.max_cases)
-    val = _render_all(data / "val.jsonl", loaded.tokenizer, config.profile, config.val_cases) \
+    train = render_all(data / "train.jsonl", loaded.tokenizer, config.profile, config.max_cases)
+    val = render_all(data / "val.jsonl", loaded.tokenizer, config.profile, config.val_cases) \
         if (data / "val.jsonl").is_file() and config.val_cases else []
     batches = plan_batches([len(rc.ids) for rc in train], config, config.seed)
     total_updates = len(batches)
@@ -203,7 +207,7 @@ def fit(config: FitConfig, *, log=print) -> Path:
             state["total_updates"] = total_updates
             bar.total = total_updates
             if val and (state["update"] % config.val_every == 0 or state["update"] == total_updates):
-                v = _validate(lm, val, autocast)
+                v = teacher_forced_scores(lm, val, autocast)
                 metrics.write(json.dumps({"update": state["update"], **v}) + "\n")
                 metrics.flush()
                 log(f"update {state['update']}: val_loss {v['val_loss']:.4f}, val_exact {v['val_exact']:.3f}")
@@ -215,7 +219,7 @@ def fit(config: FitConfig, *, log=print) -> Path:
         bar.close()
     summary = {"updates": state["update"], "cases_seen": state["position"], "train_cases": len(train),
                "train_seconds": round(state["seconds"], 1)}
-    return export_adapter(trainable, out / "adapter", config, summary)
+    return export_adapter(trainable, out / "adapter", config, summary, loaded.tokenizer)
 
 
 class _progress:

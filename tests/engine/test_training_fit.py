@@ -127,3 +127,24 @@ def test_batched_fit_learns_and_is_deterministic(tiny_dir, data_dir, tmp_path):
     assert min(a[-2:]) < min(a[:2]), a
     _, b = _fit(tiny_dir, data_dir, tmp_path / "b", max_updates=6, lr=1e-2, batch_tokens=4096)
     assert b == a                          # same batches, same order, same losses
+
+
+def test_full_finetuning_from_an_adapter_starts_from_its_merged_weights(tiny_dir, data_dir, tmp_path):
+    """--full-finetune --init-adapter: every weight trains, starting from the base with the adapter merged."""
+    import torch
+
+    from engine.backends.model import load_model
+    from training.fit import FitConfig, build_trainable
+
+    adapter, _ = _fit(tiny_dir, data_dir, tmp_path / "lora", max_updates=3, lr=1e-2)
+    merged = load_model(f"{tiny_dir}+{adapter}", "cpu").model
+    cfg = FitConfig(data=str(data_dir), out=str(tmp_path / "full"), base=str(tiny_dir), full_finetune=True,
+                    init_adapter=str(adapter), device="cpu")
+    _, model = build_trainable(cfg)
+    params = dict(model.named_parameters())
+    assert params and all(p.requires_grad for p in params.values())
+    name = "model.layers.0.self_attn.q_proj.weight"
+    assert torch.allclose(params[name], dict(merged.named_parameters())[name].float())
+    full, losses = _fit(tiny_dir, data_dir, tmp_path / "full", max_updates=3, lr=1e-3, full_finetune=True,
+                        init_adapter=str(adapter))
+    assert (full / "model.safetensors").is_file() and len(losses) == 3
