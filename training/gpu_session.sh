@@ -44,6 +44,14 @@ launch
 status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
 nvidia-smi --query-gpu=memory.used --format=csv || true
+# a full fine-tuning run (a whole model, too big to bring back or commit) becomes a LoRA adapter: the
+# truncated SVD of each projection's change (cad-train extract), its energy report beside the logs
+RANK=${CAD_EXTRACT_RANK:-64}
+for d in /tmp/runs/*; do
+    [ -f "$d/adapter/config.json" ] || continue
+    $PY -m training.cli extract --tuned "$d/adapter" --out "$d/lora$RANK" --rank "$RANK" \
+        > "$OUT/$(basename "$d").extract.json" 2> "$OUT/$(basename "$d").extract.log" || status=1
+done
 # bring back every adapter and metrics file in <=15 MB pieces (the tool returns 8 files of 16 MB)
 cd /tmp/runs && rm -rf */checkpoint* && for d in *; do [ -f "$d/adapter/adapter_config.json" ] || rm -rf "$d/adapter"; done
 cd /tmp && tar cf - runs | split -b 15M - "$OUT/runs.tar.part-"
