@@ -103,3 +103,12 @@ def test_score_compares_models_on_the_same_cases(dirs, tmp_path):
     assert "| model |" in markdown(rows)
     with pytest.raises(FileNotFoundError, match="cad-train data"):
         score_models(tmp_path / "none", ["default"])
+
+
+def test_the_command_line_says_what_to_pass(tmp_path, capsys):
+    from training.cli import main
+
+    assert main(["extract", "--tuned", str(tmp_path), "--out", str(tmp_path / "x")]) == 2
+    assert "fit --full-finetune" in capsys.readouterr().err
+    assert main(["score", "--data", str(tmp_path), "--models", "default"]) == 2
+    assert "cad-train data" in capsys.readouterr().err
