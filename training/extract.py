@@ -48,6 +48,20 @@ def low_rank_factors(delta: torch.Tensor, rank: int) -> tuple[torch.Tensor, torc
     return b.float(), a.float(), energy
 
 
+def untrained_base(spec: str) -> str:
+    """The base a chain of full fine-tuning runs started from: a run continued from another run's
+    directory records that directory as its base; its own profile names the one before it."""
+    seen = set()
+    while spec not in seen:
+        seen.add(spec)
+        path = Path(spec).expanduser()
+        profile = read_profile(path) if path.is_dir() else {}
+        if not profile.get("config", {}).get("full_finetune") or not profile.get("base"):
+            return spec
+        spec = profile["base"]
+    raise ExtractError(f"the recorded bases of {spec} form a loop: pass the untrained base with --base")
+
+
 def _projections(model) -> dict[str, torch.nn.Linear]:
     return {name: m for name, m in model.named_modules()
             if name.rsplit(".", 1)[-1] in TARGET_MODULES and isinstance(m, torch.nn.Linear)}
@@ -82,7 +96,7 @@ def extract_adapter(tuned_dir: str | Path, out: str | Path, *, rank: int, base: 
         raise ExtractError(f"{tuned_dir} is not a Hugging Face model directory (no config.json): pass the "
                            f"adapter/ folder a `cad-train fit --full-finetune` run exported")
     profile = read_profile(tuned_dir)
-    base = base or profile.get("base") or "default"
+    base = base or untrained_base(profile.get("base") or "default")
     log(f"loading the base {base!r} (untrained) and the tuned model {tuned_dir}")
     base_model = load_model(base, "cpu", adapter="none").model.float()
     tuned = AutoModelForCausalLM.from_pretrained(str(tuned_dir), dtype=torch.float32)

@@ -43,7 +43,8 @@ def dirs(tmp_path_factory, make_tiny_model, real_tokenizer):
         tiny.model.model.norm.weight += 0.1
     tiny.model.save_pretrained(root / "tuned")
     real_tokenizer.save_pretrained(root / "tuned")
-    (root / "tuned" / "cad_profile.json").write_text(json.dumps({"prompt_profile": "short", "base": str(root / "base")}))
+    record = {"prompt_profile": "short", "base": str(root / "base"), "config": {"full_finetune": True}}
+    (root / "tuned" / "cad_profile.json").write_text(json.dumps(record))
     return root, tiny.model
 
 
@@ -112,3 +113,16 @@ def test_the_command_line_says_what_to_pass(tmp_path, capsys):
     assert "fit --full-finetune" in capsys.readouterr().err
     assert main(["score", "--data", str(tmp_path), "--models", "default"]) == 2
     assert "cad-train data" in capsys.readouterr().err
+
+
+def test_a_run_continued_from_another_run_is_measured_from_the_untrained_base(dirs, tmp_path):
+    import shutil
+
+    from training.extract import untrained_base
+
+    root, _ = dirs
+    shutil.copytree(root / "tuned", tmp_path / "tuned2")
+    record = {"prompt_profile": "short", "base": str(root / "tuned"), "config": {"full_finetune": True}}
+    (tmp_path / "tuned2" / "cad_profile.json").write_text(json.dumps(record))
+    assert untrained_base(str(tmp_path / "tuned2")) == str(root / "base")
+    assert untrained_base("default") == "default"

@@ -148,3 +148,4 @@ def test_full_finetuning_from_an_adapter_starts_from_its_merged_weights(tiny_dir
     full, losses = _fit(tiny_dir, data_dir, tmp_path / "full", max_updates=3, lr=1e-3, full_finetune=True,
                         init_adapter=str(adapter))
     assert (full / "model.safetensors").is_file() and len(losses) == 3
+    assert load_model(str(full), "cpu").prompt_profile == "short"     # a model spec: weights, tokenizer, profile
