@@ -18,8 +18,6 @@ two with ``cad-train score``.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import torch
@@ -87,7 +85,7 @@ def extract_adapter(tuned_dir: str | Path, out: str | Path, *, rank: int, base: 
 
     from engine.backends.adapters import quiet_peft
     from engine.backends.model import load_model
-    from training.loop import weights_to_fp16
+    from training.loop import staged_dir, weights_to_fp16
 
     tuned_dir, out = Path(tuned_dir).expanduser(), Path(out).expanduser()
     if rank < 1:
@@ -131,16 +129,13 @@ def extract_adapter(tuned_dir: str | Path, out: str | Path, *, rank: int, base: 
                 module.lora_B["default"].weight.copy_(b)
                 module.lora_A["default"].weight.copy_(a)
     report = _report(rank, energies, left_out)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    wrapped.save_pretrained(str(tmp))
-    weights_to_fp16(tmp / "adapter_model.safetensors")
-    report["bytes"] = (tmp / "adapter_model.safetensors").stat().st_size
-    record = {"prompt_profile": profile.get("prompt_profile", "short"), "base": base,
-              "extracted": {"from": str(tuned_dir), **report}, "training": profile.get("training", {})}
-    (tmp / PROFILE_FILE).write_text(json.dumps(record, indent=2) + "\n")
-    shutil.rmtree(out, ignore_errors=True)
-    os.rename(tmp, out)
+    with staged_dir(out) as tmp:
+        wrapped.save_pretrained(str(tmp))
+        weights_to_fp16(tmp / "adapter_model.safetensors")
+        report["bytes"] = (tmp / "adapter_model.safetensors").stat().st_size
+        record = {"prompt_profile": profile.get("prompt_profile", "short"), "base": base,
+                  "extracted": {"from": str(tuned_dir), **report}, "training": profile.get("training", {})}
+        (tmp / PROFILE_FILE).write_text(json.dumps(record, indent=2) + "\n")
     return report
 
 

@@ -13,6 +13,7 @@ resumes from it: same order of cases, same optimizer state, same RNG.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -83,21 +84,29 @@ def export_adapter(trainable, out_dir: Path, config: FitConfig, summary: dict, t
     """Write the adapter (peft ``save_pretrained``) and its prompt profile; returns the directory.
     Full fine-tuning writes the whole model with its tokenizer: a Hugging Face directory any model spec
     takes (``cad-train extract`` turns it into an adapter)."""
+    with staged_dir(out_dir) as tmp:
+        if config.full_finetune:
+            trainable.save_pretrained(str(tmp), safe_serialization=True)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(str(tmp))
+        else:
+            trainable.save_pretrained(str(tmp))
+            weights_to_fp16(tmp / "adapter_model.safetensors")
+        profile = {"prompt_profile": config.profile, "base": config.base, "training": summary,
+                   "config": asdict(config)}
+        (tmp / PROFILE_FILE).write_text(json.dumps(profile, indent=2) + "\n")
+    return out_dir
+
+
+@contextlib.contextmanager
+def staged_dir(out_dir: Path):
+    """Yield a fresh sibling path to write a directory into; on success it replaces ``out_dir``, so a
+    killed export never leaves a half-written adapter where a model spec points."""
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    if config.full_finetune:
-        trainable.save_pretrained(str(tmp), safe_serialization=True)
-        if tokenizer is not None:
-            tokenizer.save_pretrained(str(tmp))
-    else:
-        trainable.save_pretrained(str(tmp))
-        weights_to_fp16(tmp / "adapter_model.safetensors")
-    profile = {"prompt_profile": config.profile, "base": config.base, "training": summary,
-               "config": asdict(config)}
-    (tmp / PROFILE_FILE).write_text(json.dumps(profile, indent=2) + "\n")
+    yield tmp
     shutil.rmtree(out_dir, ignore_errors=True)
     os.rename(tmp, out_dir)
-    return out_dir
 
 
 def weights_to_fp16(path: Path) -> None:
