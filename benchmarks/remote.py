@@ -24,7 +24,13 @@ instruction, automatic budget, greedy.
   its edits that fits (``LONG_WINDOW_TOKENS``), for both strategies alike.
 * ``fanout``: the cases' CaD edits with 1, 4, 16 in flight (one engine per worker thread, as
   ``cad-apply --concurrency``), after one untimed warm-up edit (so the first level does not pay the
-  process's imports): wall time and edits per minute per level.
+  process's imports): wall time and edits per minute per level. Every level starts with the server's
+  prefix caches emptied (``reset_prefix_caches``; each level edits the same documents, and a level
+  that found the previous level's prompts cached would prefill less and read faster). Per level,
+  the server's own counters: prompt tokens and seconds (prefill), generated tokens and seconds
+  (decode). ``batching_bound_L`` = 1 / (prefill share + decode share / L) at level 1: the speedup
+  that L in flight could give if batching made decoding L sequences cost one and prefill (compute
+  bound on a CPU) gained nothing.
 """
 from __future__ import annotations
 
@@ -38,7 +44,7 @@ from benchmarks.common import bench_argparser, load_corpora, write_report
 # Regeneration needs the scope twice in the context (prompt + output): 3,000 tokens each fit 8,192.
 LONG_WINDOW_TOKENS = 3000
 _METRIC = re.compile(r"^([a-zA-Z_:]*(?:prefix_cache_(?:hits|queries)|prompt_tokens|tokens_predicted|"
-                     r"generation_tokens)_total)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
+                     r"generation_tokens|prompt_seconds|tokens_predicted_seconds)_total)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,39 @@ def server_metrics(root_url: str) -> dict:
         if m:
             out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(2))
     return out
+
+
+def reset_prefix_caches(root_url: str) -> str:
+    """Empty the server's prefix caches; returns what was done, or why nothing was. llama.cpp: erase
+    every slot (``POST /slots/{id}?action=erase``; the server must run with ``--slot-save-path``,
+    else it answers 501; its host-memory prompt cache, ``--cache-ram``, has no such request: run it
+    with ``--cache-ram 0``, as this benchmark does with the server it starts); vLLM: ``POST /reset_prefix_cache`` (served in its dev mode,
+    ``VLLM_SERVER_DEV_MODE=1``)."""
+    from engine.remote.http import call_json
+
+    try:
+        slots = call_json(f"{root_url}/slots", timeout=10.0, retries=0)
+    except Exception:
+        slots = None
+    if isinstance(slots, list) and slots:
+        try:
+            for slot in slots:
+                call_json(f"{root_url}/slots/{slot['id']}?action=erase", {}, timeout=30.0, retries=0)
+        except Exception as exc:
+            return f"not reset: llama.cpp slot erase failed ({str(exc)[:120]}; start it with --slot-save-path)"
+        return f"llama.cpp: {len(slots)} slots erased"
+    try:
+        call_json(f"{root_url}/reset_prefix_cache", {}, timeout=30.0, retries=0)
+        return "vLLM: reset_prefix_cache"
+    except Exception as exc:
+        return f"not reset: {str(exc)[:160]}"
+
+
+def _level_costs(before: dict, after: dict) -> dict:
+    """Prefill and decode tokens and seconds between two ``server_metrics`` readings (llama.cpp names)."""
+    delta = lambda key: after.get(f"llamacpp:{key}_total", 0.0) - before.get(f"llamacpp:{key}_total", 0.0)  # noqa: E731
+    return {"prefill_tokens": int(delta("prompt_tokens")), "prefill_s": round(delta("prompt_seconds"), 2),
+            "decode_tokens": int(delta("tokens_predicted")), "decode_s": round(delta("tokens_predicted_seconds"), 2)}
 
 
 def _first_diff(a, b):
@@ -176,8 +215,10 @@ def run_fanout(url: str, cases, levels) -> tuple[list, dict]:
     from concurrent.futures import ThreadPoolExecutor
 
     from engine.api import EditEngine
+    from engine.remote.spec import parse_remote_spec
 
     local = threading.local()
+    root = parse_remote_spec(url).root_url
 
     def one(pair):
         engine = getattr(local, "engine", None)
@@ -188,16 +229,28 @@ def run_fanout(url: str, cases, levels) -> tuple[list, dict]:
     EditEngine(url).edit(cases[0].request("cad"))   # untimed warm-up: imports, tokenizer, server caches
     rows, texts = [], None
     for level in levels:
+        reset = reset_prefix_caches(root)
+        before = server_metrics(root)
         t0 = time.perf_counter()
         with ThreadPoolExecutor(level) as pool:
             out = list(pool.map(one, cases))
         wall = time.perf_counter() - t0
         texts = texts or out
         rows.append({"concurrency": level, "edits": len(cases), "wall_s": round(wall, 2),
-                     "edits_per_min": round(len(cases) / wall * 60, 1), "same_texts_as_level_1": out == texts})
-        print(f"concurrency {level}: {wall:.1f} s", file=sys.stderr, flush=True)
+                     "edits_per_min": round(len(cases) / wall * 60, 1), "same_texts_as_level_1": out == texts,
+                     **_level_costs(before, server_metrics(root)), "caches": reset})
+        print(f"concurrency {level}: {wall:.1f} s ({reset})", file=sys.stderr, flush=True)
     base = rows[0]["edits_per_min"]
-    return rows, {f"speedup_{r['concurrency']}": r["edits_per_min"] / base for r in rows}
+    summary = {f"speedup_{r['concurrency']}": r["edits_per_min"] / base for r in rows}
+    busy = rows[0]["prefill_s"] + rows[0]["decode_s"]
+    if busy > 0:
+        decode_share = rows[0]["decode_s"] / busy
+        summary["decode_share_1"] = round(decode_share, 3)
+        summary["server_busy_share_1"] = round(busy / rows[0]["wall_s"], 3)
+        for r in rows:
+            summary[f"batching_bound_{r['concurrency']}"] = round(
+                1 / (1 - decode_share + decode_share / r["concurrency"]), 3)
+    return rows, summary
 
 
 def main(argv=None) -> int:
@@ -220,7 +273,12 @@ def main(argv=None) -> int:
         from engine.remote.llama_server import SERVED_NAME, start_llama_server
 
         parallel = max(levels) if args.mode == "fanout" else 1
-        server = start_llama_server(parallel=parallel, threads=args.server_threads, extra=("--metrics",))
+        import tempfile
+
+        # fan-out levels must start alike: --slot-save-path lets reset_prefix_caches erase the slots (nothing
+        # is saved there) and --cache-ram 0 turns off the host-memory prompt cache, which no request clears
+        extra = ("--metrics", "--slot-save-path", tempfile.mkdtemp(prefix="cad-llama-slots-"), "--cache-ram", "0")
+        server = start_llama_server(parallel=parallel, threads=args.server_threads, extra=extra)
         url = f"{server.url}#model={SERVED_NAME}&timeout={args.timeout:g}"
     try:
         cases = _cases(args.cases, args.corpus)

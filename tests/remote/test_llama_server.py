@@ -152,3 +152,20 @@ def test_warm_up_leaves_the_prompt_in_the_servers_cache(engine):
     assert again.status == "warm" and again.reused >= len(prefix) - 1
     edit = engine.edit(EditRequest(doc, "Fix g3.", strategy="cad", max_new_tokens=8))
     assert len(prefix) - 1 <= edit.stats.prompt_reused < edit.stats.prompt_tokens  # the server's own count
+
+
+def test_fanout_levels_can_start_with_empty_prefix_caches(engine, llama_server):
+    """benchmarks.remote.reset_prefix_caches erases llama.cpp's slots, so a fan-out level cannot find the
+    previous level's prompts cached; the server's counters then show the whole prompt prefilled again."""
+    from benchmarks.remote import _level_costs, reset_prefix_caches, server_metrics
+
+    root = f"http://127.0.0.1:{llama_server.port}"
+    ids = engine.model.tokenizer.encode("".join(f"def h{i}(y):\n    return y - {i}\n\n" for i in range(12)))
+    server = engine.model.server
+    server.complete(ids, max_tokens=1)
+    assert server.complete(ids, max_tokens=1).cached_tokens >= len(ids) - 1
+    assert reset_prefix_caches(root).endswith("slots erased")
+    before = server_metrics(root)
+    assert server.complete(ids, max_tokens=1).cached_tokens == 0
+    costs = _level_costs(before, server_metrics(root))
+    assert costs["prefill_tokens"] == len(ids) and costs["prefill_s"] > 0 and costs["decode_tokens"] <= 1
