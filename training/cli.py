@@ -47,15 +47,14 @@ def _ship(args) -> int:
     if not is_adapter_dir(src):
         print(f"cad-train ship: {src} is not an adapter directory (run `cad-train fit` first)", file=sys.stderr)
         return 2
-    tmp = SHIPPED_ADAPTER.with_name(SHIPPED_ADAPTER.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src, tmp)
-    profile = json.loads((tmp / PROFILE_FILE).read_text()) if (tmp / PROFILE_FILE).is_file() else {}
-    profile["trained_on"] = profile.get("base")
-    profile["base"] = "default"     # what "default" loads: the shipped adapter is for the default base
-    (tmp / PROFILE_FILE).write_text(json.dumps(profile, indent=2) + "\n")
-    shutil.rmtree(SHIPPED_ADAPTER, ignore_errors=True)
-    tmp.rename(SHIPPED_ADAPTER)
+    from training.loop import staged_dir
+
+    with staged_dir(SHIPPED_ADAPTER) as tmp:
+        shutil.copytree(src, tmp)
+        profile = json.loads((tmp / PROFILE_FILE).read_text()) if (tmp / PROFILE_FILE).is_file() else {}
+        profile["trained_on"] = profile.get("base")
+        profile["base"] = "default"     # what "default" loads: the shipped adapter is for the default base
+        (tmp / PROFILE_FILE).write_text(json.dumps(profile, indent=2) + "\n")
     print(f"shipped {src} -> {SHIPPED_ADAPTER}")
     return 0
 

@@ -126,3 +126,24 @@ def test_a_run_continued_from_another_run_is_measured_from_the_untrained_base(di
     (tmp_path / "tuned2" / "cad_profile.json").write_text(json.dumps(record))
     assert untrained_base(str(tmp_path / "tuned2")) == str(root / "base")
     assert untrained_base("default") == "default"
+
+
+def test_ship_replaces_the_shipped_adapter_whole(dirs, tmp_path, monkeypatch, capsys):
+    """cad-train ship: the adapter is copied beside the shipped one and swapped in (nothing of the old
+    adapter is left, no staging directory stays), its profile says it is for the default base."""
+    import engine.backends.adapters as adapters
+    from training.cli import main
+    from training.extract import extract_adapter
+
+    root, _ = dirs
+    extract_adapter(root / "tuned", tmp_path / "run", rank=2)
+    shipped = tmp_path / "weights" / "shipped"
+    shipped.mkdir(parents=True)
+    (shipped / "stale.bin").write_bytes(b"old")
+    monkeypatch.setattr(adapters, "SHIPPED_ADAPTER", shipped)
+    assert main(["ship", "--adapter", str(tmp_path / "run")]) == 0
+    profile = json.loads((shipped / "cad_profile.json").read_text())
+    assert profile["base"] == "default" and profile["trained_on"] == str(root / "base")
+    assert not (shipped / "stale.bin").exists() and sorted(p.name for p in shipped.parent.iterdir()) == ["shipped"]
+    assert main(["ship", "--adapter", str(tmp_path / "nothing")]) == 2
+    assert "not an adapter directory" in capsys.readouterr().err and (shipped / "cad_profile.json").is_file()
