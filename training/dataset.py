@@ -35,6 +35,8 @@ LICENCES = {
     "go": "BSD-3-Clause (Go)", "rust": "MIT OR Apache-2.0 (Rust library)",
     "c": "LGPL/GPL with exceptions, BSD (system headers)", "cpp": "GPL-3.0 with GCC Runtime Library Exception (libstdc++)",
     "java": "GPL-2.0 with Classpath Exception (OpenJDK)", "ruby": "Ruby or BSD-2-Clause (Ruby standard library)",
+    **{lang: "per package (Debian packages' files under /etc and /usr/share: debian/copyright; PyPI metadata of "
+             "the venv's third-party packages)" for lang in ("yaml", "toml", "ini", "shell")},
     "heval": "MIT (HumanEvalPack)",
 }
 

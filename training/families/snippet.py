@@ -36,7 +36,8 @@ _DEBUG = {
     "cpp": ["std::cout << {x} << std::endl;", "if (!{x})\n  return;", "assert({x});"],
     "java": ["System.out.println({x});", "if ({x} == null) {{\n    return null;\n}}", "Objects.requireNonNull({x});"],
     "ruby": ["puts {x}", "return nil if {x}.nil?", "raise ArgumentError if {x}.nil?"],
-}
+    "shell": ['echo "${x}"', 'echo "{x}=${x}" >&2', '[ -n "${x}" ] || exit 1'],
+}   # configuration languages have none: a new line there is another line of the file
 
 
 def _region(lines: list[str], lang, rng: random.Random) -> tuple[int, int] | None:
@@ -56,7 +57,7 @@ def _region(lines: list[str], lang, rng: random.Random) -> tuple[int, int] | Non
 def _new_lines(lines: list[str], at: int, lang, rng: random.Random) -> list[str]:
     indent = indent_of(lines[at]) if lines[at].strip() else indent_of(lines[max(0, at - 1)])
     names = [n for n in identifiers(" ".join(lines[max(0, at - 5):at + 5])) if len(n) > 1] or ["value"]
-    if rng.random() < 0.6:
+    if lang.name in _DEBUG and rng.random() < 0.6:
         tmpl = rng.choice(_DEBUG[lang.name]).format(x=rng.choice(names))
         return [indent + t for t in tmpl.split("\n")]
     pool = code_lines(lines, lang, min_len=8)
