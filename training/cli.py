@@ -19,10 +19,30 @@ import sys
 from pathlib import Path
 
 
+def parse_per_lang(text: str) -> dict:
+    """``800`` (every language) or ``yaml=900,toml=900,*=0`` (per language; ``*`` the others)."""
+    from training.langs import HELD_OUT_LANGS, TRAIN_LANGS
+
+    if text.strip().isdigit():
+        return {"*": int(text)}
+    out = {"*": 0}
+    for part in filter(None, (x.strip() for x in text.split(","))):
+        lang, _, count = part.partition("=")
+        if lang not in TRAIN_LANGS + HELD_OUT_LANGS + ("*",) or not count.strip().isdigit():
+            raise ValueError(f"--per-lang {text!r}: expected a number or LANG=N,... with LANG one of "
+                             f"{', '.join(TRAIN_LANGS + HELD_OUT_LANGS)} or *")
+        out[lang] = int(count)
+    return out
+
+
 def _data(args) -> int:
     from training.dataset import build
 
-    per_lang = {"*": args.per_lang}
+    try:
+        per_lang = parse_per_lang(args.per_lang)
+    except ValueError as exc:
+        print(f"cad-train data: {exc}", file=sys.stderr)
+        return 2
     manifest = build(Path(args.out), per_lang=per_lang, seed=args.seed, max_tokens=args.max_tokens,
                      progress=lambda m: print(f"[cad-train data] {m}", file=sys.stderr, flush=True))
     print(json.dumps({k: v["cases"] for k, v in manifest["splits"].items()}))
@@ -92,7 +112,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("data", help="build train/val/test JSONL + manifest from local source trees")
     d.add_argument("--out", required=True)
-    d.add_argument("--per-lang", type=int, default=800, help="synthetic train cases per language")
+    d.add_argument("--per-lang", default="800",
+                   help="synthetic train cases per language: N, or LANG=N,... (e.g. yaml=900,toml=900; * for the rest, default 0)")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--max-tokens", type=int, default=8000, help="drop cases whose context+target is longer")
     d.set_defaults(func=_data)

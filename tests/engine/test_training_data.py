@@ -178,3 +178,13 @@ def test_language_of_a_file_name():
     assert [language_of_name(n) for n in ("ci.yml", "pyproject.toml", "app.ini", "deploy.sh", "util.lua",
                                           "Dockerfile", "x.go", "Main.JAVA")] == \
         ["yaml", "toml", "ini", "shell", None, None, "go", "java"]
+
+
+def test_cases_per_language_on_the_command_line(capsys):
+    from training.cli import main, parse_per_lang
+
+    assert parse_per_lang("800") == {"*": 800}
+    assert parse_per_lang("yaml=900,shell=400") == {"*": 0, "yaml": 900, "shell": 400}
+    assert parse_per_lang("yaml=9,*=3") == {"*": 3, "yaml": 9}
+    assert main(["data", "--out", "/nonexistent/x", "--per-lang", "klingon=5"]) == 2
+    assert "expected a number or LANG=N" in capsys.readouterr().err
