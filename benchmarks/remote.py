@@ -102,8 +102,8 @@ def reset_prefix_caches(root_url: str) -> str:
     """Empty the server's prefix caches; returns what was done, or why nothing was. llama.cpp: erase
     every slot (``POST /slots/{id}?action=erase``; the server must run with ``--slot-save-path``,
     else it answers 501; its host-memory prompt cache, ``--cache-ram``, has no such request: run it
-    with ``--cache-ram 0``, as this benchmark does with the server it starts); vLLM: ``POST /reset_prefix_cache`` (served in its dev mode,
-    ``VLLM_SERVER_DEV_MODE=1``)."""
+    with ``--cache-ram 0``, as this benchmark does with the server it starts); vLLM:
+    ``POST /reset_prefix_cache`` (served in its dev mode, ``VLLM_SERVER_DEV_MODE=1``)."""
     from engine.remote.http import call_json
 
     try:

@@ -8,8 +8,8 @@ the evaluation split, so the benchmark measures a language the model never saw.
 Default roots are the Debian source/header packages (``golang-src``, ``rust-src``,
 ``libstdc++-12-dev``, ``node-*``, ``ruby``, openjdk's ``src.zip``) and the running interpreter's
 third-party ``site-packages``; configuration files (YAML, TOML, INI/cfg/conf, shell scripts) come
-from ``/etc``, ``/usr/share`` and the same ``site-packages``. The Python standard library is never a root (``training.sources``
-also rejects any file whose content equals a standard-library file).
+from ``/etc``, ``/usr/share`` and the same ``site-packages``. The Python standard library is never a
+root (``training.sources`` also rejects any file whose content equals a standard-library file).
 """
 from __future__ import annotations
 
