@@ -69,14 +69,22 @@ def _ship(args) -> int:
         return 2
     from training.loop import staged_dir
 
-    with staged_dir(SHIPPED_ADAPTER) as tmp:
-        shutil.copytree(src, tmp)
+    with staged_dir(SHIPPED_ADAPTER) as tmp:   # the adapter's own files only (not peft's model card, not a run's logs)
+        tmp.mkdir()
+        for name in SHIPPED_FILES:
+            if (src / name).is_file():
+                shutil.copy2(src / name, tmp / name)
         profile = json.loads((tmp / PROFILE_FILE).read_text()) if (tmp / PROFILE_FILE).is_file() else {}
         profile["trained_on"] = profile.get("base")
         profile["base"] = "default"     # what "default" loads: the shipped adapter is for the default base
         (tmp / PROFILE_FILE).write_text(json.dumps(profile, indent=2) + "\n")
-    print(f"shipped {src} -> {SHIPPED_ADAPTER}")
+    print(f"shipped {src} -> {SHIPPED_ADAPTER}\n"
+          f"the copy probe of these weights is gone with the old adapter: refit it with `python -m training.probe` "
+          f"(until then the SwitchSD drafter gates on its kappa-gram match alone)")
     return 0
+
+
+SHIPPED_FILES = ("adapter_config.json", "adapter_model.safetensors", "cad_profile.json")
 
 
 def _extract(args) -> int:

@@ -129,14 +129,16 @@ def test_a_run_continued_from_another_run_is_measured_from_the_untrained_base(di
 
 
 def test_ship_replaces_the_shipped_adapter_whole(dirs, tmp_path, monkeypatch, capsys):
-    """cad-train ship: the adapter is copied beside the shipped one and swapped in (nothing of the old
-    adapter is left, no staging directory stays), its profile says it is for the default base."""
+    """cad-train ship: the adapter's files are copied beside the shipped one and swapped in (nothing of the
+    old adapter is left, no staging directory stays), its profile says it is for the default base, and the
+    copy probe's refit is asked for."""
     import engine.backends.adapters as adapters
     from training.cli import main
     from training.extract import extract_adapter
 
     root, _ = dirs
     extract_adapter(root / "tuned", tmp_path / "run", rank=2)
+    (tmp_path / "run" / "README.md").write_text("peft's model card")     # not an adapter file: stays behind
     shipped = tmp_path / "weights" / "shipped"
     shipped.mkdir(parents=True)
     (shipped / "stale.bin").write_bytes(b"old")
@@ -145,5 +147,8 @@ def test_ship_replaces_the_shipped_adapter_whole(dirs, tmp_path, monkeypatch, ca
     profile = json.loads((shipped / "cad_profile.json").read_text())
     assert profile["base"] == "default" and profile["trained_on"] == str(root / "base")
     assert not (shipped / "stale.bin").exists() and sorted(p.name for p in shipped.parent.iterdir()) == ["shipped"]
+    assert sorted(p.name for p in shipped.iterdir()) == ["adapter_config.json", "adapter_model.safetensors",
+                                                         "cad_profile.json"]
+    assert "python -m training.probe" in capsys.readouterr().out
     assert main(["ship", "--adapter", str(tmp_path / "nothing")]) == 2
     assert "not an adapter directory" in capsys.readouterr().err and (shipped / "cad_profile.json").is_file()
