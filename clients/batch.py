@@ -82,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-read-only", action="store_true",
                    help="with --write, also replace read-only files (refused by default; the mode is kept)")
     p.add_argument("--min-confidence", type=float, default=0.0, metavar="P",
-                   help="with --write, refuse edits whose least sure choice had a probability below P (e.g. 0.7; "
-                        "warn without --write); pasted changes and serving engines report none and are not held back")
+                   help="with --write, refuse edits whose least sure choice had a probability below P (e.g. 0.4, "
+                        "where the engine flags edits; warn without --write); pasted changes and serving engines "
+                        "report none and are not held back")
     p.add_argument("--allow-placeholders", action="store_true",
                    help="with --write, also write results where a new '... existing code ...' line replaces code")
     p.add_argument("--root", type=Path, default=None, help="refuse paths outside this directory (default: cwd)")
