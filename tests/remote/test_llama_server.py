@@ -120,7 +120,11 @@ def test_context_overflow_is_refused_before_any_request(engine):
 
 
 def test_cancel_aborts_the_in_flight_request(engine):
-    doc, _ = humaneval(0)
+    # ~3,500 tokens: their prefill alone keeps the request in flight for seconds on a CPU server, whatever
+    # the model then writes (a short document's regeneration can end by itself before the cancel)
+    doc, k = "", 0
+    while len(engine.model.tokenizer.encode(doc)) < 3500:
+        doc, k = doc + humaneval(k)[0] + "\n\n", k + 1
     cancel = threading.Event()
     timer = threading.Timer(1.0, cancel.set)
     timer.start()
