@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from .long_document import long_document
 from .raw_client import REAL_SERVER, RawClient
 
 pytestmark = [pytest.mark.real_model]
@@ -77,19 +78,20 @@ def test_lone_surrogate_never_reaches_the_tokenizer(client):
     assert "traceback" not in str(reply).lower()
 
 
-def _start_long_decode(client: RawClient, uri: str, token: str):
+def _start_long_edit(client: RawClient, uri: str, token: str):
+    """Start a regen edit of a long document (opened at `uri`); return once it runs (its prefill)."""
     msg_id = client.request("workspace/executeCommand", {
         "command": "cad.applyEdit", "workDoneToken": token,
         "arguments": [{"uri": uri, "instruction": "Rewrite it.", "strategy": "regen", "maxNewTokens": 200}]})
     client.wait(lambda m: m.get("method") == "$/progress" and m["params"]["token"] == token
-                and str(m["params"]["value"].get("message", "")).startswith("decoding"), 300, "decoding")
+                and str(m["params"]["value"].get("message", "")).startswith(("running", "decoding")), 300, "running")
     return msg_id
 
 
 def test_progress_cancel_of_a_real_decode_is_answered_at_once(client):
     uri = _uri(client, "cancel.py")
-    _opened(client, uri, DOC)
-    msg_id = _start_long_decode(client, uri, "t-real-cancel")
+    _opened(client, uri, long_document("cancel"))
+    msg_id = _start_long_edit(client, uri, "t-real-cancel")
     t0 = time.perf_counter()
     client.notify("window/workDoneProgress/cancel", {"token": "t-real-cancel"})
     reply = client.response(msg_id, timeout=120)
@@ -104,8 +106,8 @@ def test_stdin_closed_during_a_real_decode_does_not_abort(tmp_path):
     try:
         client.initialize(tmp_path)
         uri = (tmp_path / "eof.py").as_uri()
-        client.open(uri, DOC)
-        _start_long_decode(client, uri, "t-real-eof")
+        client.open(uri, long_document("eof"))
+        _start_long_edit(client, uri, "t-real-eof")
         t0 = time.perf_counter()
         client.proc.stdin.close()
         code = client.proc.wait(60)

@@ -1,7 +1,7 @@
 """End to end over real stdio: ``python -m cad_lsp --preload`` with the REAL default model.
 
 One server per module (the model loads once). Decodes are kept short (a few tokens);
-the long-running decodes used for cancellation and queueing are cancelled early.
+the long-running edits used for cancellation and queueing (a long document's prefill) are cancelled early.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from evaluation.corpus import data_dir
 from engine.program.grammar import CopyLines, parse
 from engine.program.resolver import resolve
 
+from .long_document import long_document
 from .lsp_client import (
     NO_APPLY_CAPS, execute, kinds, messages, new_token, open_doc, set_text, start_client, wait_for,
 )
@@ -58,12 +59,16 @@ def _check_applied(client, uri: str, original: str, reply: dict) -> str:
     return text
 
 
-async def start_long_decode(client, uri: str, token, **kwargs):
-    """Start a long regen edit and return its future once the server reports it is decoding."""
+async def start_long_edit(client, uri: str, token, **kwargs):
+    """Open a long document at `uri`, start a regen edit of it and return (document, future) once the
+    server reports it running: its prefill keeps it in flight for seconds (tests/lsp/long_document.py)."""
+    document = long_document(uri.rsplit("/", 1)[-1].removesuffix(".py"))
+    open_doc(client, uri, document)
     future = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Rewrite it.", "strategy": "regen",
                                                "maxNewTokens": LONG}, token=token, **kwargs)
-    await wait_for(lambda: any(m.startswith("decoding") for m in messages(client, token)), what="decoding")
-    return future
+    await wait_for(lambda: any(m.startswith(("running", "decoding")) for m in messages(client, token)),
+                   what="running")
+    return document, future
 
 
 async def test_code_action_is_listed(client):
@@ -180,34 +185,31 @@ async def test_preview_returns_diff_without_applying(client):
 
 async def test_cancel_request_stops_decode(client):
     uri = _uri("cancel")
-    open_doc(client, uri, DOC)
     token, msg_id = new_token(), "cancel-me"
     before = len(client.docs.applied)
-    future = await start_long_decode(client, uri, token, msg_id=msg_id)
+    document, future = await start_long_edit(client, uri, token, msg_id=msg_id)
     client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
     with pytest.raises(JsonRpcException, match="[Cc]ancel"):
         await asyncio.wait_for(future, 600)
     await wait_for(lambda: "end" in kinds(client, token), what="progress end")
     assert messages(client, token)[-1] == "cancelled"
-    assert len(client.docs.applied) == before and client.docs.texts[uri] == DOC
+    assert len(client.docs.applied) == before and client.docs.texts[uri] == document
 
 
 async def test_progress_cancel_stops_decode(client):
     uri = _uri("pcancel")
-    open_doc(client, uri, DOC)
     token = new_token()
-    future = await start_long_decode(client, uri, token)
+    document, future = await start_long_edit(client, uri, token)
     client.protocol.notify(types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token))
     with pytest.raises(JsonRpcException, match="[Cc]ancel"):
         await asyncio.wait_for(future, 600)
-    assert client.docs.texts[uri] == DOC
+    assert client.docs.texts[uri] == document
 
 
 async def test_queued_request_answered_while_decoding(client):
     uri = _uri("queue")
-    open_doc(client, uri, DOC)
     first_token, second_token = new_token(), new_token()
-    first = await start_long_decode(client, uri, first_token)
+    document, first = await start_long_edit(client, uri, first_token)
     t0 = time.perf_counter()
     second = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Rewrite it."}, token=second_token)
     await wait_for(lambda: "queued (position 2)" in messages(client, second_token), what="queued report")
@@ -225,20 +227,16 @@ async def test_queued_request_answered_while_decoding(client):
     for future in (first, second):
         with pytest.raises(JsonRpcException, match="[Cc]ancel"):
             await asyncio.wait_for(future, 600)
-    assert client.docs.texts[uri] == DOC
+    assert client.docs.texts[uri] == document
 
 
 async def test_document_changed_mid_decode_is_discarded(client):
     uri = _uri("changed")
-    open_doc(client, uri, DOC)
     token = new_token()
     before_msgs, before_applied = len(client.messages), len(client.docs.applied)
-    future = execute(client, "cad.applyEdit", {"uri": uri, "instruction": "Fix bugs in has_close_elements.",
-                                               "strategy": "regen"}, token=token)
-    await wait_for(lambda: any(m.startswith(("decoding", "running")) for m in messages(client, token)),
-                   what="decode start")
+    document, future = await start_long_edit(client, uri, token)
     # Typing on every line overlaps whatever the edit rewrites (typing elsewhere is rebased: test_rebase).
-    set_text(client, uri, "\n".join("#" + line for line in DOC.split("\n")))
+    set_text(client, uri, "\n".join("#" + line for line in document.split("\n")))
     reply = await asyncio.wait_for(future, 600)
     assert reply["applied"] is False and reply["discarded"] is True
     assert "changed while decoding" in reply["message"]
