@@ -61,7 +61,7 @@ def _fit(args) -> int:
 
 
 def _ship(args) -> int:
-    from engine.backends.adapters import ADAPTER_CONFIG, PROFILE_FILE, SHIPPED_ADAPTER, is_adapter_dir
+    from engine.backends.adapters import ADAPTER_CONFIG, ADAPTER_WEIGHTS, PROFILE_FILE, SHIPPED_ADAPTER, is_adapter_dir
 
     src = Path(args.adapter)
     if not is_adapter_dir(src):
@@ -71,7 +71,7 @@ def _ship(args) -> int:
 
     with staged_dir(SHIPPED_ADAPTER) as tmp:   # the adapter's own files only (not peft's model card, not a run's logs)
         tmp.mkdir()
-        for name in (ADAPTER_CONFIG, "adapter_model.safetensors", PROFILE_FILE):
+        for name in (ADAPTER_CONFIG, ADAPTER_WEIGHTS, PROFILE_FILE):
             if (src / name).is_file():
                 shutil.copy2(src / name, tmp / name)
         profile = json.loads((tmp / PROFILE_FILE).read_text()) if (tmp / PROFILE_FILE).is_file() else {}

@@ -125,9 +125,9 @@ def acceptance_row(name: str, rows: list[dict], reference: list[dict]) -> dict:
 
 
 def _adapter_digest() -> str | None:
-    from engine.backends.adapters import SHIPPED_ADAPTER
+    from engine.backends.adapters import ADAPTER_WEIGHTS, SHIPPED_ADAPTER
 
-    weights = SHIPPED_ADAPTER / "adapter_model.safetensors"
+    weights = SHIPPED_ADAPTER / ADAPTER_WEIGHTS
     return hashlib.sha256(weights.read_bytes()).hexdigest()[:16] if weights.is_file() else None
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from engine.backends.adapters import PROFILE_FILE, read_profile
+from engine.backends.adapters import ADAPTER_WEIGHTS, PROFILE_FILE, read_profile
 from training.fit import TARGET_MODULES
 
 
@@ -131,8 +131,8 @@ def extract_adapter(tuned_dir: str | Path, out: str | Path, *, rank: int, base: 
     report = _report(rank, energies, left_out)
     with staged_dir(out) as tmp:
         wrapped.save_pretrained(str(tmp))
-        weights_to_fp16(tmp / "adapter_model.safetensors")
-        report["bytes"] = (tmp / "adapter_model.safetensors").stat().st_size
+        weights_to_fp16(tmp / ADAPTER_WEIGHTS)
+        report["bytes"] = (tmp / ADAPTER_WEIGHTS).stat().st_size
         record = {"prompt_profile": profile.get("prompt_profile", "short"), "base": base,
                   "extracted": {"from": str(tuned_dir), **report}, "training": profile.get("training", {})}
         (tmp / PROFILE_FILE).write_text(json.dumps(record, indent=2) + "\n")

@@ -160,7 +160,7 @@ def build_trainable(config: FitConfig):
         return loaded, model
     from peft import LoraConfig, get_peft_model
 
-    from engine.backends.adapters import quiet_peft
+    from engine.backends.adapters import ADAPTER_WEIGHTS, quiet_peft
 
     lora = LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=0.0, bias="none",
                       target_modules=list(TARGET_MODULES), task_type="CAUSAL_LM")
@@ -171,7 +171,7 @@ def build_trainable(config: FitConfig):
         from peft import set_peft_model_state_dict
         from safetensors.torch import load_file
 
-        weights = load_file(str(Path(config.init_adapter) / "adapter_model.safetensors"))
+        weights = load_file(str(Path(config.init_adapter) / ADAPTER_WEIGHTS))
         result = set_peft_model_state_dict(peft_model, {k: v.float() for k, v in weights.items()})
         if getattr(result, "unexpected_keys", None):
             raise ValueError(f"{config.init_adapter} does not fit rank {config.rank}: {result.unexpected_keys[:2]}")

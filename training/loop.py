@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from engine.backends.adapters import PROFILE_FILE
+from engine.backends.adapters import ADAPTER_WEIGHTS, PROFILE_FILE
 from training.fit import (FitConfig, batch_loss, build_trainable, case_loss, causal_lm_of, load_trainable_state,
                           lr_factor, plan_batches, trainable_state)
 
@@ -91,7 +91,7 @@ def export_adapter(trainable, out_dir: Path, config: FitConfig, summary: dict, t
                 tokenizer.save_pretrained(str(tmp))
         else:
             trainable.save_pretrained(str(tmp))
-            weights_to_fp16(tmp / "adapter_model.safetensors")
+            weights_to_fp16(tmp / ADAPTER_WEIGHTS)
         profile = {"prompt_profile": config.profile, "base": config.base, "training": summary,
                    "config": asdict(config)}
         (tmp / PROFILE_FILE).write_text(json.dumps(profile, indent=2) + "\n")

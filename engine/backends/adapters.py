@@ -31,6 +31,7 @@ from engine.errors import AdapterError
 
 PROFILE_FILE = "cad_profile.json"
 ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHTS = "adapter_model.safetensors"   # peft's name for the adapter's tensors
 SHIPPED_ADAPTER = Path(__file__).resolve().parent.parent / "weights" / "smollm2-135m-cad"
 UNTRAINED_PROFILE = "teach"
 
