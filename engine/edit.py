@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from engine.backends.adapters import writes_programs_only
 from engine.drafters import DEFAULT_GEN_DRAFTER
 from engine.errors import ContextOverflowError, PastedChangeError, ProgramResolveError
 from engine.program.eol import adapt_program, adapt_text, uses_crlf
@@ -46,7 +47,12 @@ def _run_regen(loaded, document, request, strategy: Strategy, *, cancel, progres
     if uses_crlf(document):
         text = adapt_text(text, document)
         program = tuple(line_program(document, text))
-    return program, text, s, list(r.warnings)
+    warnings = list(r.warnings)
+    if writes_programs_only(loaded):
+        warnings.append(f"strategy {request.strategy!r} regenerates the document, but these weights (prompt profile "
+                        f"{loaded.prompt_profile!r}) were fine-tuned to write edit programs only: their regeneration is "
+                        f"unreliable; use strategy 'cad', or the untrained base (model 'default+none') to regenerate")
+    return program, text, s, warnings
 
 
 def _resolve_decoded(loaded, program, document, mode, token_level):

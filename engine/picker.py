@@ -43,7 +43,6 @@ __all__ = ["AUTO", "CANDIDATES", "ForwardCost", "Pick", "calibrate", "candidates
 
 AUTO = "auto"
 CANDIDATES = ("cad", "spec-edit")
-PROGRAM_TRAINED_PROFILES = ("short",)   # prompt profiles of weights trained to write programs only
 CAD_FORWARDS = 4          # decision forwards of a one-region CaD edit (headers, gen body, gen end) ...
 CAD_FORWARD_TOKENS = 16   # ... of about this many tokens each (a header with its guessed successor)
 SPEC_EXTRA_FORWARDS = 3   # spec-edit forwards beyond ceil(D / W): drafts rejected around the edit
@@ -190,9 +189,10 @@ def measure_forward_cost(loaded) -> ForwardCost:
 
 def candidates_for(loaded) -> tuple[tuple[str, ...], str]:
     """The strategies ``auto`` may run on ``loaded``, and why others are left out ('' if none is)."""
-    profile = getattr(loaded, "prompt_profile", "teach")
-    if profile in PROGRAM_TRAINED_PROFILES:
-        return ("cad",), f"the weights (prompt profile {profile!r}) are trained to write edit programs only"
+    from engine.backends.adapters import writes_programs_only
+
+    if writes_programs_only(loaded):
+        return ("cad",), f"the weights (prompt profile {loaded.prompt_profile!r}) are trained to write edit programs only"
     if getattr(loaded, "model", None) is None:
         return ("cad",), "only in-process forwards are modelled; cad decodes the fewest tokens"
     return CANDIDATES, ""

@@ -34,6 +34,14 @@ ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"   # peft's name for the adapter's tensors
 SHIPPED_ADAPTER = Path(__file__).resolve().parent.parent / "weights" / "smollm2-135m-cad"
 UNTRAINED_PROFILE = "teach"
+# prompt profiles of weights fine-tuned (cad-train) on edit programs only: they never learnt to regenerate
+# a document, so a regenerating strategy run on them is unreliable (engine.edit warns; auto never picks one)
+PROGRAM_ONLY_PROFILES = ("short",)
+
+
+def writes_programs_only(loaded) -> bool:
+    """Whether ``loaded``'s weights were trained to write edit programs and nothing else."""
+    return getattr(loaded, "prompt_profile", UNTRAINED_PROFILE) in PROGRAM_ONLY_PROFILES
 
 
 @dataclass(frozen=True)

@@ -216,6 +216,24 @@ def test_range_scoped_edit_rebases_to_full_document(tiny_engine, strategy):
     assert result.stats.ops == len(result.program) and result.stats.wall_ms > 0
 
 
+@pytest.mark.parametrize("strategy", ["regen", "spec-edit"])
+def test_regenerating_with_program_only_weights_warns(strategy):
+    """Weights fine-tuned on edit programs only (prompt profile 'short') never learnt to regenerate: a
+    regenerating strategy still runs on them, and the result says it is unreliable and what to use."""
+    import dataclasses
+
+    from engine.backends.model import tiny_random_model
+
+    base = tiny_random_model(seed=2)
+    request = EditRequest(DOC, "Fix it.", strategy=strategy, max_new_tokens=4)
+    assert not any("edit programs only" in w for w in EditEngine(base).edit(request).warnings)
+    warned = EditEngine(dataclasses.replace(base, prompt_profile="short")).edit(request).warnings
+    assert any("edit programs only" in w and "strategy 'cad'" in w and "default+none" in w for w in warned)
+    program_edit = EditEngine(dataclasses.replace(base, prompt_profile="short")).edit(
+        EditRequest(DOC, "Fix it.", strategy="cad", max_new_tokens=4))
+    assert not any("edit programs only" in w for w in program_edit.warnings)
+
+
 def test_cancel_from_progress_raises_edit_cancelled(tiny_engine):
     cancel = threading.Event()
 
