@@ -153,6 +153,20 @@ def _fit_time_budget(config: FitConfig, state: dict, total: int, log) -> int:
     return max(state["update"] + 1, affordable)
 
 
+def _resumed_total(config: FitConfig, state: dict, planned: int, log) -> int:
+    """The run's length: a checkpoint keeps its own (the time budget may have shortened it), unless the
+    command names a different ``max_updates`` than the run was started with: then that (at least one
+    update more than done), and the cosine schedule decays over the new length from here on."""
+    started_with = state.setdefault("max_updates", config.max_updates)
+    kept = state.get("total_updates", planned)
+    if not state["update"] or config.max_updates == started_with:
+        return kept
+    state["max_updates"], state["budgeted"] = config.max_updates, True   # an explicit length: no budget cut
+    total = max(state["update"] + 1, planned)
+    log(f"--max-updates {config.max_updates}: the run's length changes from {kept} to {total} updates")
+    return total
+
+
 def fit(config: FitConfig, *, log=print) -> Path:
     """Train (or resume) and export the adapter; returns the adapter directory."""
     if config.threads:
@@ -172,7 +186,7 @@ def fit(config: FitConfig, *, log=print) -> Path:
     params = [p for p in trainable.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
     state = _load_checkpoint(out, trainable, optimizer) or {"update": 0, "position": 0, "seconds": 0.0}
-    total_updates = state.get("total_updates", total_updates)
+    total_updates = _resumed_total(config, state, total_updates, log)
     if state["update"]:
         log(f"resuming from update {state['update']}/{total_updates} (case {state['position']})")
     device = next(lm.parameters()).device

@@ -71,6 +71,17 @@ def test_a_killed_run_resumes_where_its_checkpoint_was(tiny_dir, data_dir, tmp_p
     assert resumed == pytest.approx(whole, rel=1e-4)
 
 
+def test_resuming_with_another_max_updates_changes_the_runs_length(tiny_dir, data_dir, tmp_path):
+    out = tmp_path / "run"
+    _, first = _fit(tiny_dir, data_dir, out, max_updates=2, lr=1e-2)
+    _, again = _fit(tiny_dir, data_dir, out, max_updates=2, lr=1e-2)      # the same command: already done
+    assert len(first) == len(again) == 2
+    _, longer = _fit(tiny_dir, data_dir, out, max_updates=5, lr=1e-2)     # lengthened: 3 more updates
+    state = json.loads((out / "checkpoint" / "state.json").read_text())
+    assert len(longer) == 5 and longer[:2] == first
+    assert state["update"] == state["total_updates"] == 5 and state["max_updates"] == 5
+
+
 def test_exported_adapter_loads_with_its_profile(tiny_dir, data_dir, tmp_path):
     import torch
 
