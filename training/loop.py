@@ -157,11 +157,11 @@ def _resumed_total(config: FitConfig, state: dict, planned: int, log) -> int:
     """The run's length: a checkpoint keeps its own (the time budget may have shortened it), unless the
     command names a different ``max_updates`` than the run was started with: then that (at least one
     update more than done), and the cosine schedule decays over the new length from here on."""
-    started_with = state.setdefault("max_updates", config.max_updates)
+    started_with = state.get("config", {}).get("max_updates", config.max_updates)   # the checkpoint's command
     kept = state.get("total_updates", planned)
     if not state["update"] or config.max_updates == started_with:
         return kept
-    state["max_updates"], state["budgeted"] = config.max_updates, True   # an explicit length: no budget cut
+    state["budgeted"] = True   # an explicit length: no time-budget cut
     total = max(state["update"] + 1, planned)
     log(f"--max-updates {config.max_updates}: the run's length changes from {kept} to {total} updates")
     return total

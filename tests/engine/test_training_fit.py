@@ -79,7 +79,7 @@ def test_resuming_with_another_max_updates_changes_the_runs_length(tiny_dir, dat
     _, longer = _fit(tiny_dir, data_dir, out, max_updates=5, lr=1e-2)     # lengthened: 3 more updates
     state = json.loads((out / "checkpoint" / "state.json").read_text())
     assert len(longer) == 5 and longer[:2] == first
-    assert state["update"] == state["total_updates"] == 5 and state["max_updates"] == 5
+    assert state["update"] == state["total_updates"] == 5 and state["config"]["max_updates"] == 5
 
 
 def test_exported_adapter_loads_with_its_profile(tiny_dir, data_dir, tmp_path):
