@@ -124,7 +124,7 @@ def summarize(records: list[dict]) -> list[dict]:
 
 def main(argv=None) -> int:
     parser = bench_argparser(__doc__.splitlines()[0], default_cases=10)
-    parser.add_argument("--long", type=int, default=8, help="long documents (evaluation.longdocs) to run")
+    parser.add_argument("--long", type=int, default=8, help="long documents (benchmarks.longdocs) to run")
     parser.add_argument("--long-max-tokens", type=int, default=2000)
     parser.add_argument("--model", default="default")
     parser.add_argument("--md", type=Path, default=None, help="also write the markdown report here")

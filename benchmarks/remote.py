@@ -19,7 +19,7 @@ instruction, automatic budget, greedy.
   generated, requests per edit, wall time, prompt tokens the server took from its prefix cache (from
   the answers), and the server's own counters (``/metrics``: vLLM ``prefix_cache_*``, llama.cpp
   ``prompt_tokens_total`` / ``tokens_predicted_total``) before and after the run. ``--corpus long``:
-  the long-document corpus (``evaluation.longdocs``: held-out third-party files of 150-900 lines,
+  the long-document corpus (``benchmarks.longdocs``: held-out third-party files of 150-900 lines,
   1-3 local edits), each document longer than the model's window edited in the widest range around
   its edits that fits (``LONG_WINDOW_TOKENS``), for both strategies alike.
 * ``fanout``: the cases' CaD edits with 1, 4, 16 in flight (one engine per worker thread, as
@@ -66,11 +66,11 @@ class Case:
 
 def _cases(n: int, corpus: str = "heval", window_tokens: int = LONG_WINDOW_TOKENS) -> list[Case]:
     """HumanEvalPack-Fix (the first ``n`` pairs per language) or the long-document corpus
-    (``evaluation.longdocs``, ``n`` documents; a document longer than ``window_tokens`` is edited
+    (``benchmarks.longdocs``, ``n`` documents; a document longer than ``window_tokens`` is edited
     in the widest range around its edits that fits, as an editor selection would)."""
     if corpus == "long":
         from engine.backends.model import load_tokenizer
-        from evaluation.longdocs import long_document_cases
+        from benchmarks.longdocs import long_document_cases
 
         tok = load_tokenizer("default")
         count = lambda text: len(tok.encode(text, add_special_tokens=False))  # noqa: E731
@@ -257,7 +257,7 @@ def main(argv=None) -> int:
     p = bench_argparser(__doc__.split("\n\n")[0], default_cases=10)
     p.add_argument("mode", choices=("parity", "compare", "fanout"))
     p.add_argument("--corpus", choices=("heval", "long"), default="heval",
-                   help="HumanEvalPack-Fix pairs, or the long-document corpus (evaluation.longdocs)")
+                   help="HumanEvalPack-Fix pairs, or the long-document corpus (benchmarks.longdocs)")
     p.add_argument("--levels", default="1,4,16", help="fanout: concurrency levels (default 1,4,16)")
     p.add_argument("--url", default=None, help="remote model spec (default: start llama.cpp on loopback)")
     p.add_argument("--server-threads", type=int, default=None,

@@ -7,7 +7,7 @@ drafter of the registry ``engine.drafters.DRAFTERS`` drafting full regeneration 
 ``cad`` strategy) with each registry drafter in its gen bodies (``cad+none``, ``cad+pld``, ...).
 
 Corpora: HumanEvalPack-Fix held-out (python + js, ``--cases`` per language) and the long-document
-corpus (`evaluation.longdocs`, ``--long`` documents whose regeneration fits the context), each
+corpus (`benchmarks.longdocs`, ``--long`` documents whose regeneration fits the context), each
 forced (the gold text / gold line program teacher-forced, as `benchmarks.e2e` does) and free-run.
 
 Per (corpus, mode, strategy): cases, lossless (output ids AND text equal to the reference's: AR for
@@ -130,7 +130,7 @@ def per_case_speedups(records: list[dict]) -> list[dict]:
 def parser():
     p = bench_argparser("Lossless decoding strategies side by side (speculative drafters vs AR vs CaD)",
                         default_cases=10)
-    p.add_argument("--long", type=int, default=8, help="long documents (evaluation.longdocs) that fit the context")
+    p.add_argument("--long", type=int, default=8, help="long documents (benchmarks.longdocs) that fit the context")
     p.add_argument("--md", type=Path, default=None, help="write the markdown report here")
     p.add_argument("--svg", type=Path, default=None, help="write the speedup-vs-length plot here")
     p.add_argument("--model", default="default")

@@ -94,12 +94,12 @@ def humaneval_cases(n: int | None) -> list[Case]:
 
 
 def long_cases(n: int, tokenizer, context_length: int, margin: int = 256, max_tokens: int | None = None) -> list[Case]:
-    """The first ``n`` long documents (`evaluation.longdocs`) whose full regeneration fits the
+    """The first ``n`` long documents (`benchmarks.longdocs`) whose full regeneration fits the
     context window (regen prompt + document + margin) and, with ``max_tokens``, that have at most that
     many tokens; the others are skipped, not truncated. The corpus is deterministic per venv only (its
     documents are the venv's site-packages), so records carry each document's hash (``doc_sha``)."""
     from engine.decode.regen import regen_framing
-    from evaluation.longdocs import long_document_cases
+    from benchmarks.longdocs import long_document_cases
 
     out = []
     for c in long_document_cases():

@@ -1,9 +1,9 @@
-"""The long-document corpus (evaluation.longdocs): held-out, long, locally edited, reproducible."""
+"""The long-document corpus (benchmarks.longdocs): held-out, long, locally edited, reproducible."""
 from __future__ import annotations
 
 import difflib
 
-from evaluation.longdocs import long_document_cases, training_origin
+from benchmarks.longdocs import long_document_cases, training_origin
 from training.langs import third_party_site_packages
 from training.sources import in_stdlib, split_of
 

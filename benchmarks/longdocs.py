@@ -133,6 +133,6 @@ def long_document_cases(n: int = 24, seed: int = 0, *, min_lines: int = 150, max
     return cases
 
 
-if __name__ == "__main__":      # python -m evaluation.longdocs: list the corpus
+if __name__ == "__main__":      # python -m benchmarks.longdocs: list the corpus
     for c in long_document_cases():
         print(f"{c.case_id}  {c.lines:4d} lines  {c.edits} edit(s)  {c.origin}\n    {c.instruction[:150]}")
