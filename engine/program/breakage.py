@@ -10,9 +10,10 @@ Checks, most precise first (``CHECKS``, the registry); the first one that *appli
 
 1. **json** applies when the document is a JSON object or array; broken when the new text is not
    (first: a JSON document also compiles as Python, which allows more).
-2. **python** applies when the document compiles as Python (``compile``, nothing is run); the
-   edit breaks it when the new text does not compile. Text in other languages almost never
-   compiles as Python, so no language has to be named.
+2. **python** applies when the document compiles as Python (``compile``, nothing is run) and has
+   a statement that shows it (not only bare names and literals: an empty file, ``TODO`` or a lone
+   string compile too, and prove nothing); the edit breaks it when the new text does not compile.
+   Text in other languages almost never compiles as Python, so no language has to be named.
 3. **brackets** always applies: the edit breaks it when it changes how many ``(``/``[``/``{`` the
    document opens minus how many it closes. Each line is counted alone, skipping ``"..."`` and
    ``'...'`` strings that close on the line and ``//`` or ``#`` comments (a crude lexer, but
@@ -25,6 +26,7 @@ warning. Stdlib only.
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 import warnings
@@ -57,6 +59,15 @@ def _python(text: str) -> tuple[int, str] | None:
     except (ValueError, RecursionError, MemoryError) as exc:
         return 0, str(exc) or type(exc).__name__
     return None
+
+
+def _shows_python(text: str) -> bool:
+    """Has a statement other than a bare name or literal (``_python`` already found it compiles)."""
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return any(not (isinstance(s, ast.Expr) and isinstance(s.value, (ast.Name, ast.Constant))) for s in body)
 
 
 def _json(text: str) -> tuple[int, str] | None:
@@ -99,10 +110,11 @@ def _first_changed_line(before: str, after: str) -> int:
     return min(len(old), len(new)) + 1
 
 
-def _parser_check(name: str, parse: Callable[[str], tuple[int, str] | None]):
+def _parser_check(name: str, parse: Callable[[str], tuple[int, str] | None],
+                  shows: Callable[[str], bool] = lambda text: True):
     def check(before: str, after: str) -> Breakage | None | bool:
-        if parse(before) is not None:
-            return False                                  # the document never parsed: does not apply
+        if parse(before) is not None or not shows(before):
+            return False                                  # the document never parsed (or proves nothing): does not apply
         found = parse(after)
         return None if found is None else Breakage(name, found[0], found[1])
     return check
@@ -111,7 +123,7 @@ def _parser_check(name: str, parse: Callable[[str], tuple[int, str] | None]):
 # A check returns False when it does not apply to the document, else the Breakage or None.
 CHECKS: list[Callable[[str, str], Breakage | None | bool]] = [
     _parser_check("json", _json),        # before python: a JSON document compiles as Python too
-    _parser_check("python", _python),
+    _parser_check("python", _python, _shows_python),
     _brackets,
 ]
 

@@ -75,3 +75,17 @@ def test_the_real_fixes_of_humanevalpack_are_never_named(lang):
     pairs = load_pairs(lang)
     named = [p.task_id for p in pairs if find_breakage(p.document, p.gold)]
     assert len(pairs) > 100 and not named, named[:3]
+
+
+@pytest.mark.parametrize("before", ["", "   \n\n", "TODO\n", '"""notes"""\n', "42\n"])
+def test_a_document_that_compiles_without_showing_python_is_not_held_to_python(before):
+    # An empty file, a lone word or a lone string compile as Python but are not code: prose written
+    # into them is no "Python syntax error" (the bracket count still applies).
+    assert find_breakage(before, before + "new lines of plain text\n") is None
+    found = find_breakage(before, before + "a (note\n")
+    assert found is not None and found.check == "brackets"
+
+
+def test_a_one_statement_python_file_is_still_checked():
+    found = find_breakage("x = 1\n", "x = = 1\n")
+    assert found is not None and found.check == "python"
