@@ -36,7 +36,8 @@ def run_job(job: Job, report: JobReport, *, args, root: Path, journal: Journal |
     """One job, start to finish; sets report.status/detail. Raises only on interrupt/startup."""
     path = job.path
     if not path.is_file():
-        report.status, report.detail = "refused", f"{path}: not a regular file"
+        what = "no such file (check the path)" if not path.exists() else "not a regular file"
+        report.status, report.detail = "refused", f"{path}: {what}"
         return
     if args.write and not args.allow_read_only and is_read_only(path):
         report.status = "refused"

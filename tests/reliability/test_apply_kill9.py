@@ -41,7 +41,7 @@ def test_every_unsafe_target_is_refused_with_a_message(tmp_path):
     os.chmod(root / "ro.py", 0o444)
     (root / "ok.py").write_text("ok = 1\n")
     jobs = [{"path": p, "instruction": "go"} for p in ("link.py", "../outside.py", "dir.py", "binary.py",
-                                                       "latin1.py", "ro.py", "ok.py")]
+                                                       "latin1.py", "ro.py", "ok.py", "missing.py")]
     (root / "jobs.jsonl").write_text("".join(json.dumps(j) + "\n" for j in jobs))
     before = {p: p.read_bytes() for p in [tmp_path / "outside.py", *root.glob("*.py")] if p.is_file()}
     result = subprocess.run([sys.executable, "-m", "clients.batch", "--jobs", str(root / "jobs.jsonl"), "--write",
@@ -53,7 +53,7 @@ def test_every_unsafe_target_is_refused_with_a_message(tmp_path):
     assert report["ok.py"]["status"] == "ok"
     for name, needle in (("link.py", "outside --root"), ("outside.py", "outside --root"),
                          ("dir.py", "not a regular file"), ("binary.py", "binary file"), ("latin1.py", "not UTF-8"),
-                         ("ro.py", "read-only")):
+                         ("ro.py", "read-only"), ("missing.py", "no such file")):
         assert report[name]["status"] == "refused", report[name]
         assert needle in report[name]["detail"] and len(report[name]["detail"]) > 20, report[name]
     for path, data in before.items():
