@@ -27,7 +27,6 @@ from typing import Any, Callable
 
 from engine.api import EditCancelled, EditEngine, EditRequest, Progress, edit_without_model
 
-from .size_guard import check_size
 
 __all__ = ["CancelSignal", "EditJob", "EngineWorker", "WarmJob", "WorkerStoppedError"]
 
@@ -248,7 +247,6 @@ class EngineWorker:
                     result, notes = edit_without_model(job.request)
                     if result is None:
                         engine = self._engine_for(job)
-                        check_size(engine, job.request)  # refuse what cannot fit before tokenizing it all
                         result = engine.edit(replace(job.request, snippet_merge=False),  # the planners were asked
                                              cancel=job.cancel, progress=job.on_progress)
                         if notes:                   # why a pasted snippet did not merge

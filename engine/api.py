@@ -31,6 +31,7 @@ from engine.errors import (
     PastedChangeError, UnknownStrategyError,
 )
 from engine.program.scope import check_range
+from engine.size_guard import check_size
 from engine.remote.spec import is_remote_spec
 from engine.strategies import STRATEGIES, get_strategy
 from engine.types import MODES, EditRequest, EditResult, EditStats, Progress
@@ -163,6 +164,7 @@ class EditEngine:
         if planned is not None:
             return planned
         self.load()
+        check_size(self._loaded, request)  # refuse what certainly cannot fit before tokenizing it all
         with self._edit_lock:
             start = time.perf_counter()
             runner = getattr(self._loaded, "edit_runner", run_edit)  # engine.remote.edit for a URL spec

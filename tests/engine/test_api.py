@@ -317,3 +317,19 @@ def test_a_pasted_change_needs_no_model():
     with pytest.raises(PastedChangeError):
         engine.edit(EditRequest(DOC, DIFF.replace(" line_4 = 4", " line_4 = 40")))
     assert not engine.loaded
+
+
+def test_a_document_far_over_the_context_is_refused_before_the_prompt_is_rendered():
+    # engine.size_guard: every caller (LSP server, cad-apply) gets the cheap lower-bound refusal, which
+    # blames the right input; the decoders' own check would tokenize the whole rendered prompt first.
+    import dataclasses
+
+    from engine.backends.model import tiny_random_model
+
+    small = dataclasses.replace(tiny_random_model(seed=2), context_length=80)
+    with pytest.raises(ContextOverflowError, match="document is too long .* alone takes at least"):
+        EditEngine(small).edit(EditRequest(DOC * 40, "Fix it."))
+    with pytest.raises(ContextOverflowError, match="instruction is too long"):
+        EditEngine(small).edit(EditRequest(DOC, "please " * 400))
+    with pytest.raises(ContextOverflowError, match="selected range is too long"):
+        EditEngine(small).edit(EditRequest(DOC * 40, "Fix it.", line_range=(1, 3 * 40)))

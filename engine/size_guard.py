@@ -1,9 +1,11 @@
 """Refuse an edit whose document or instruction cannot fit the model's context — before tokenizing it all.
 
-Owns a cheap, conservative pre-check run on the engine thread just before ``EditEngine.edit``.
-The engine renders the whole prompt (document with line numbers) and tokenizes all of it before
-its own context check: a 10 MB document took 38.9 s to be refused, holding the only engine
-worker, and a 100 kB instruction was reported as "the document is too long".
+Owns a cheap, conservative pre-check that ``EditEngine.edit`` runs once the model is loaded, before
+the strategy renders anything (so the LSP server, ``cad-apply`` and every other caller get it). The
+decoders render the whole prompt (document with line numbers) and tokenize all of it before their
+own context check: a 10 MB document took 38.9 s to be refused (holding the LSP server's only engine
+worker; an 0.9 MB file cost ``cad-apply`` 8 s), and a 100 kB instruction was reported as "the
+document is too long".
 
 Token counts here are lower bounds, so nothing the engine would accept is refused:
 
@@ -15,14 +17,14 @@ Token counts here are lower bounds, so nothing the engine would accept is refuse
 The engine itself needs the prompt (at least document + instruction tokens) plus a second
 copy of the document, so its exact check stays the authority for inputs near the limit. The
 error is the engine's ``ContextOverflowError`` type (clients key on ``data.error``) with a
-message that blames the right input. Engines without ``model.tokenizer`` (test fakes) are
-not checked.
+message that blames the right input. Models without a tokenizer vocabulary or an integer
+``context_length`` (a serving engine behind a URL, test fakes) are not checked.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from engine.api import ContextOverflowError
+from engine.errors import ContextOverflowError
 
 __all__ = ["check_size", "token_lower_bound"]
 
@@ -73,11 +75,9 @@ def _edited_text(request: Any) -> str:
     return "\n".join(request.document.split("\n")[first - 1:last])
 
 
-def check_size(engine: Any, request: Any) -> None:
-    """Raise ``ContextOverflowError`` when the request certainly cannot fit (see module doc)."""
-    if request is None:
-        return
-    loaded = getattr(engine, "model", None)
+def check_size(loaded: Any, request: Any) -> None:
+    """Raise ``ContextOverflowError`` when ``request`` certainly cannot fit ``loaded``'s context
+    (see module doc)."""
     tokenizer = getattr(loaded, "tokenizer", None)
     context = getattr(loaded, "context_length", None)
     if tokenizer is None or not isinstance(context, int) or not hasattr(tokenizer, "get_vocab"):
@@ -92,13 +92,15 @@ def check_size(engine: Any, request: Any) -> None:
         return
     scope = "selected range" if request.line_range else "document"
     if instruction > document:
-        message = (f"the instruction is too long for the model: it alone takes at least {instruction} tokens "
-                   f"(the {scope} at least {document} more) and the context window holds {context}. "
+        also = f" (the {scope} at least {document} more)" if document else ""
+        message = (f"the instruction is too long for the model: it alone takes at least {instruction} tokens"
+                   f"{also} and the context window holds {context}. "
                    f"Shorten the instruction (it has {len(request.instruction)} characters).")
         what = "instruction"
     else:
-        message = (f"the {scope} is too long for the model: it alone takes at least {document} tokens "
-                   f"(the instruction at least {instruction} more) and the context window holds {context}. "
+        also = f" (the instruction at least {instruction} more)" if instruction else ""
+        message = (f"the {scope} is too long for the model: it alone takes at least {document} tokens"
+                   f"{also} and the context window holds {context}. "
                    "Select a smaller range of lines and edit that range only (a range-scoped edit), "
                    "or use a model with a longer context.")
         what = scope
