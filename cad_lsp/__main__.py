@@ -64,6 +64,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="do not prefill a document's prompt while it is left unchanged (saves CPU, costs latency)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="decode budget per edit (default: auto)")
     p.add_argument("--resolver-mode", default="clipped", choices=RESOLVER_MODES)
+    p.add_argument("--min-confidence", type=float, default=0.0, metavar="P",
+                   help="hold changed model edits less sure than P (0-1) for review instead of applying them "
+                        "(setting minConfidence; default 0: off)")
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--log-file", metavar="PATH", default=None,
                    help="append the server log to PATH instead of stderr")
@@ -144,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(model=args.model, device=args.device, strategy=args.strategy,
                         gen_drafter=args.gen_drafter, snippet_merge=args.snippet_merge, warm_on_idle=args.warm_on_idle,
                         max_new_tokens=args.max_new_tokens, resolver_mode=args.resolver_mode)
+    try:
+        settings, _ = settings.merge({"minConfidence": args.min_confidence}, source="--min-confidence")
+    except ValueError as exc:
+        print(f"cad-lsp: {exc}", file=sys.stderr)
+        return 2
     server = build_server(settings, preload=args.preload)
     logging.getLogger(__name__).info("cad-lsp %s starting (%s)", version(), f"tcp {args.tcp}" if args.tcp else "stdio")
     if args.tcp:

@@ -16,7 +16,8 @@ Owns one edit's life cycle on the server, in order:
 
 Result of ``cad.applyEdit``: ``{applied, message, stats, program, edits, discarded}`` (plus
 ``truncated: true`` when a program cut off by the token budget was refused, see
-:mod:`cad_lsp.settings` ``applyTruncated``);
+:mod:`cad_lsp.settings` ``applyTruncated``; ``lowConfidence: true`` with ``diff``, ``previewId`` and
+``newText`` when a changed edit less sure than ``minConfidence`` is held for review);
 ``stats`` are the engine's :class:`EditStats` plus ``server_ms``, ``engine_ms``, ``queue_ms``.
 Engine errors are shown with ``window/showMessage`` and returned as the command's error
 carrying the engine's message.
@@ -217,6 +218,15 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
             progress.end("not applied: placeholder would delete code")
             reply.update(applied=False, message=refusal, discarded=False)
             return reply
+        unsure = _below_min_confidence(ls.settings.min_confidence, result.stats, plan.edits)
+        if unsure is not None:   # held for review: the diff and a previewId that cad.applyPreview applies
+            reply["diff"] = unified_diff(snap.text, plan.new_text, args.uri)
+            reply.update(preview_cache.remember(ls, snap, plan, result, request, warnings=reply["warnings"]))
+            ls.show(f"Copy-as-Decode: {unsure}", types.MessageType.Warning)
+            _log_stats(ls, command, args.uri, stats, "held for review (low confidence)")
+            progress.end("not applied: low confidence, review it")
+            reply.update(applied=False, message=unsure, discarded=False, lowConfidence=True)
+            return reply
         if cancel.is_set():  # cancelled after the decode finished: nothing has been sent yet
             progress.end("cancelled")
             raise JsonRpcRequestCancelled(message=f"{command} was cancelled before its edit was sent")
@@ -240,6 +250,16 @@ async def _run(ls: Any, command: str, arguments: tuple, *, apply: bool) -> dict:
     finally:
         progress.end("done")
         ls.unregister_cancel(request_id)
+
+
+def _below_min_confidence(minimum: float, stats: Any, edits) -> str | None:
+    """Why a changed edit is held for review (``minConfidence``), or None to apply it."""
+    confidence = getattr(stats, "confidence", None)
+    if not edits or not minimum or confidence is None or confidence >= minimum:
+        return None
+    return (f"not applied: the model was unsure of this edit (its least sure choice had probability "
+            f"{confidence:.2f}, below cad.minConfidence {minimum:g}); review the diff and apply it with "
+            f"{preview_cache.APPLY_PREVIEW} (previewId in the reply), or lower cad.minConfidence")
 
 
 async def _outcome(job: EditJob, cancel: CancelSignal):

@@ -20,6 +20,10 @@ Owns the ``cad`` settings section and its validation. Keys (camelCase, as client
 * ``applyTruncated``: bool, default false. A program cut off by ``maxNewTokens`` is incomplete
   (everything after the cut would be lost), so ``cad.applyEdit`` refuses it unless this is true;
   ``cad.previewEdit`` always shows it, with a warning.
+* ``minConfidence``: number in [0, 1], default 0 (off). A changed model edit whose confidence
+  (``stats.confidence``, the least probability the model gave a token it chose) is below it is not
+  applied by ``cad.applyEdit``: the reply carries the diff and a ``previewId`` for review, and
+  ``cad.applyPreview`` applies it unchanged (the editor clients open it as a preview)
 * ``applyEditTimeout``: seconds (> 0, default 30) to wait for the client's answer to
   ``workspace/applyEdit``; without an answer the command reports that the edit is unconfirmed
   instead of waiting forever. ``window/workDoneProgress/create`` waits at most
@@ -48,7 +52,8 @@ _KEYS = {"model": "model", "device": "device", "strategy": "strategy",
          "snippetMerge": "snippet_merge", "snippet_merge": "snippet_merge",
          "warmOnIdle": "warm_on_idle", "warm_on_idle": "warm_on_idle",
          "applyTruncated": "apply_truncated", "apply_truncated": "apply_truncated",
-         "applyEditTimeout": "apply_edit_timeout", "apply_edit_timeout": "apply_edit_timeout"}
+         "applyEditTimeout": "apply_edit_timeout", "apply_edit_timeout": "apply_edit_timeout",
+         "minConfidence": "min_confidence", "min_confidence": "min_confidence"}
 
 
 class SettingsError(ValueError):
@@ -67,6 +72,7 @@ class Settings:
     resolver_mode: str = "clipped"
     apply_truncated: bool = False
     apply_edit_timeout: float = 30.0
+    min_confidence: float = 0.0           # 0: off; else changed model edits less sure than this go to review
 
     def merge(self, options: Mapping[str, Any] | None, *, source: str) -> tuple["Settings", list[str]]:
         """A copy with ``options`` applied; returns it and warnings about ignored keys."""
@@ -85,7 +91,7 @@ class Settings:
             if field is None:
                 warnings.append(f"{source}: unknown setting {SECTION}.{key} ignored "
                                 f"(known: model, device, strategy, genDrafter, snippetMerge, warmOnIdle, maxNewTokens, resolverMode, "
-                                f"applyTruncated, applyEditTimeout)")
+                                f"applyTruncated, applyEditTimeout, minConfidence)")
                 continue
             changes[field] = _validate(field, value, key, source)
         return replace(self, **changes), warnings
@@ -99,6 +105,10 @@ def _validate(field: str, value: Any, key: str, source: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SettingsError(f"{where} must be a positive integer or \"auto\" (decode budget per edit)")
         return value
+    if field == "min_confidence":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise SettingsError(f"{where} must be a number between 0 and 1 (0: apply every complete edit)")
+        return float(value)
     if field == "apply_edit_timeout":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
             raise SettingsError(f"{where} must be a number of seconds between 0 and 86400")

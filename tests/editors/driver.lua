@@ -231,6 +231,19 @@ function scenarios.preview_apply(buf)
   report.current_buf_is_source = vim.api.nvim_get_current_buf() == buf
 end
 
+-- :CadEdit whose result the server holds for review (minConfidence): the plugin opens it as a
+-- preview, and `a` there applies it.
+function scenarios.held_apply(buf)
+  vim.cmd('CadEdit ' .. cfg.instruction)
+  report.held = wait_event('CadEditDone', 1)
+  report.after_held = lines(buf)
+  report.preview_winbar = vim.wo.winbar
+  report.preview_lines = report.held.preview_bufnr and lines(report.held.preview_bufnr) or {}
+  vim.api.nvim_feedkeys('a', 'x', false)
+  report.done = wait_event('CadEditDone', 2)
+  report.after = lines(buf)
+end
+
 -- :CadEdit on lines cfg.line1..cfg.line2, then change line cfg.type_line (1-based) while it decodes.
 function scenarios.type_elsewhere(buf)
   vim.cmd(('%d,%dCadEdit %s'):format(cfg.line1, cfg.line2, cfg.instruction))

@@ -4,7 +4,7 @@ clients can be tested against the product's server contract in seconds.
 
 Run: ``python tests/editors/fake_engine_lsp.py [cad-lsp options]``. The engine upper-cases the
 edited lines (the command's range, else the whole document) when the instruction contains
-``upper``; ``slow`` makes it take ``$FAKE_STEPS`` (default 60) steps of 50 ms, reporting progress
+``upper``; ``unsure`` gives the edit confidence 0.2 (``stats.confidence``); ``slow`` makes it take ``$FAKE_STEPS`` (default 60) steps of 50 ms, reporting progress
 and stopping at cancellation like the real decoder. Each decode appends one line to
 ``$FAKE_ENGINE_LOG`` (if set), so tests can count decodes.
 """
@@ -48,7 +48,8 @@ class UpperEngine:
         new = "\n".join(lines)
         program = line_program(request.document, new)
         stats = EditStats(decoded_tokens=steps, copied_tokens=0, forced_tokens=0, forwards=steps, ops=len(program),
-                          prompt_tokens=0, wall_ms=(time.perf_counter() - t0) * 1000.0, budget=512)
+                          prompt_tokens=0, wall_ms=(time.perf_counter() - t0) * 1000.0, budget=512,
+                          confidence=0.2 if "unsure" in request.instruction else 0.9)
         return EditResult(program=program, text=new, stats=stats, warnings=[])
 
 

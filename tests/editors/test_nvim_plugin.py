@@ -224,6 +224,19 @@ def test_preview_then_apply_with_a_decodes_once(tmp_path, doc):
     assert report["current_buf_is_source"] is True
 
 
+def test_an_edit_held_for_review_opens_as_a_preview_that_a_applies(tmp_path, doc):
+    log = tmp_path / "decodes.log"
+    report = run_scenario(tmp_path, "held_apply", file=doc, timeout_s=90, env={"FAKE_ENGINE_LOG": str(log)},
+                          cmd=[sys.executable, str(FAKE_ENGINE), "--min-confidence", "0.4"], instruction="upper unsure")
+    assert report["held"]["applied"] is False and "below cad.minConfidence" in report["held"]["message"], \
+        describe(report)
+    assert report["after_held"] == SOURCE.split("\n")[:-1], "a held edit changes nothing"
+    assert "a: apply" in report["preview_winbar"] and "+    TOTAL = A - B" in report["preview_lines"]
+    assert report["done"]["command"] == "cad.applyPreview" and report["done"]["applied"] is True, describe(report)
+    assert report["after"] == SOURCE.upper().split("\n")[:-1]
+    assert log.read_text().splitlines() == ["upper unsure"], "applying the held edit must not decode again"
+
+
 def test_typing_elsewhere_while_decoding_keeps_the_edit(tmp_path, doc):
     report, decodes = run_engine(tmp_path, "type_elsewhere", doc, instruction="slow upper", line1=2, line2=2,
                                  type_line=6, type_text="print(add(3, 4))")

@@ -154,3 +154,10 @@ def test_library_warnings_stay_out_of_stderr_unless_info():
                              timeout=60)
     assert "FutureWarning" not in quiet.stderr and "WARNING cad: kept" in quiet.stderr, quiet.stderr
     assert "INFO py.warnings" in verbose.stderr and "FutureWarning" in verbose.stderr, verbose.stderr
+
+
+def test_min_confidence_outside_zero_to_one_is_a_clear_error():
+    out = subprocess.run([str(CAD_LSP), "--min-confidence", "40"], capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 2
+    assert "minConfidence=40.0 must be a number between 0 and 1" in out.stderr, out.stderr

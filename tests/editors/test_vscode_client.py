@@ -181,7 +181,8 @@ def run_fake_engine(vscode_extension, tmp_path, config: dict) -> tuple[dict, lis
     log = tmp_path / "decodes.log"
     os.environ["FAKE_ENGINE_LOG"] = str(log)
     try:
-        settings = {"copyAsDecode.server.command": sys.executable, "copyAsDecode.server.args": [str(FAKE_ENGINE)]}
+        settings = {"copyAsDecode.server.command": sys.executable, "copyAsDecode.server.args": [str(FAKE_ENGINE)],
+                    **config.pop("settings_extra", {})}
         report = run_driver(vscode_extension, {"settings": settings, **config}, timeout_s=90)
     finally:
         os.environ.pop("FAKE_ENGINE_LOG", None)
@@ -199,6 +200,19 @@ def test_preview_then_apply_decodes_once_on_the_real_server(vscode_extension, tm
     log = report["output"]["Copy-as-Decode"]
     shown = log + " ".join(m["text"] for m in report["messages"])
     assert "unknown setting" not in shown and "must be" not in shown, "the server rejected a setting the extension sends"
+
+
+@pytest.mark.parametrize("choice", ["Apply", "Discard"])
+def test_an_edit_held_for_review_opens_the_diff_and_applies_only_on_apply(vscode_extension, tmp_path, doc, choice):
+    report, decodes = run_fake_engine(vscode_extension, tmp_path, {
+        "scenario": "held_apply", "file": str(doc), "answers": ["upper unsure"], "choices": [choice],
+        "settings_extra": {"copyAsDecode.minConfidence": 0.4}})
+    assert any("below cad.minConfidence 0.4" in m["text"] for m in report["messages"]), report["messages"]
+    assert [d["title"] for d in report["diffs"]] == ["Copy-as-Decode: upper unsure (review: low confidence)"]
+    applied = choice == "Apply"
+    assert report["result"]["applied"] is applied, report["result"]
+    assert report["after"] == (SOURCE.upper() if applied else SOURCE)
+    assert decodes == ["upper unsure"], "applying the held edit must not decode again"
 
 
 def test_typing_elsewhere_while_decoding_keeps_the_edit(vscode_extension, tmp_path, doc):

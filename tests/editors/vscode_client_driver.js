@@ -98,6 +98,14 @@ const scenarios = {
     step('preview finished');
   },
 
+  // copyAsDecode.applyEditInstruction whose edit the server holds for review (minConfidence):
+  // the diff opens and "Apply" (cfg.choices) applies the computed program.
+  async held_apply(api, doc) {
+    report.result = (await withTimeout(vscode.commands.executeCommand('copyAsDecode.applyEditInstruction'),
+      cfg.timeout_ms, 'held edit reviewed')) ?? null;
+    step('held edit reviewed');
+  },
+
   // copyAsDecode.applyClipboard with cfg.clipboard as the clipboard's text.
   async apply_clipboard(api, doc) {
     shim.clipboard.text = cfg.clipboard ?? '';

@@ -30,12 +30,12 @@ def test_cache_keeps_the_newest_and_hands_each_preview_out_once():
     assert cache.take(ids[-1]) is None, "a preview is applied at most once"
 
 
-def run(tmp_path: Path, scenario):
+def run(tmp_path: Path, scenario, settings: dict | None = None):
     log = tmp_path / "decodes.log"
 
     async def main():
         env = {**os.environ, "FAKE_ENGINE_LOG": str(log)}
-        session = LspSession([sys.executable, str(FAKE_ENGINE)], env=env, root_path=tmp_path)
+        session = LspSession([sys.executable, str(FAKE_ENGINE)], env=env, root_path=tmp_path, settings=settings)
         await session.start()
         try:
             uri = (tmp_path / "buggy.py").as_uri()
@@ -106,3 +106,40 @@ def test_apply_preview_needs_a_preview_id(tmp_path):
 
     message, _ = run(tmp_path, scenario)
     assert "previewId" in message
+
+
+def test_an_edit_less_sure_than_min_confidence_is_held_for_review_then_applied_as_previewed(tmp_path):
+    async def scenario(session, uri):
+        held, _ = await session.execute("cad.applyEdit", {"uri": uri, "instruction": "upper, unsure"})
+        text_after_held = session.docs[uri].text
+        sure, _ = await session.execute("cad.previewEdit", {"uri": uri, "instruction": "upper"})
+        applied, _ = await session.execute("cad.applyPreview", {"previewId": held["previewId"]})
+        return held, text_after_held, applied, session.docs[uri].text
+
+    (held, text_after_held, applied, final), decodes = run(tmp_path, scenario, {"minConfidence": 0.4})
+    assert held["applied"] is False and held["lowConfidence"] is True, held
+    assert "0.20, below cad.minConfidence 0.4" in held["message"] and "cad.applyPreview" in held["message"]
+    assert "+    TOTAL = A - B" in held["diff"] and held["newText"] == DOC.upper()
+    assert text_after_held == DOC, "a held edit changes nothing"
+    assert applied["applied"] is True and applied["reusedPreview"] is True and final == DOC.upper()
+    assert decodes == ["upper, unsure", "upper"], "applying the held edit must not decode again"
+
+
+def test_min_confidence_holds_nothing_that_is_sure_or_unchanged(tmp_path):
+    async def scenario(session, uri):
+        unchanged, _ = await session.execute("cad.applyEdit", {"uri": uri, "instruction": "keep it, unsure"})
+        sure, _ = await session.execute("cad.applyEdit", {"uri": uri, "instruction": "upper"})
+        return unchanged, sure, session.docs[uri].text
+
+    (unchanged, sure, final), _ = run(tmp_path, scenario, {"minConfidence": 0.4})
+    assert "lowConfidence" not in unchanged and "lowConfidence" not in sure
+    assert sure["applied"] is True and final == DOC.upper()
+
+
+def test_min_confidence_must_be_a_probability():
+    from cad_lsp.settings import Settings, SettingsError
+
+    assert Settings().merge({"minConfidence": 0.4}, source="test")[0].min_confidence == 0.4
+    for bad in (1.5, -0.1, "0.4", True):
+        with pytest.raises(SettingsError, match="between 0 and 1"):
+            Settings().merge({"minConfidence": bad}, source="test")

@@ -60,6 +60,13 @@ function reportApply(result: ApplyResult | undefined): void {
 
 async function apply(ctx: CommandContext, args: EditArgs): Promise<ApplyResult | undefined> {
   const result = await runServerCommand<ApplyResult>(ctx.client, APPLY, args, ctx.hooks);
+  if (result && !result.applied && result.lowConfidence && result.previewId !== undefined && result.newText !== undefined) {
+    // held for review (copyAsDecode.minConfidence): the diff, then Apply reuses the computed program
+    void vscode.window.showWarningMessage(`Copy-as-Decode: ${result.message ?? 'low confidence: review the edit'}`);
+    const held = { diff: result.diff ?? '', previewId: result.previewId, newText: result.newText, stats: result.stats };
+    const review = await reviewPreview(ctx, args, held, 'review: low confidence');
+    return review.applied ?? result;
+  }
   reportApply(result);
   return result;
 }
@@ -133,9 +140,20 @@ export async function previewEditInstruction(ctx: CommandContext): Promise<Previ
     await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
     return { preview };
   }
+  return reviewPreview(ctx, args, { ...preview, previewId: preview.previewId, newText: preview.newText }, 'preview');
+}
+
+/** Show a computed edit (`previewId`, `newText`) in a diff editor and apply it on "Apply". */
+async function reviewPreview(
+  ctx: CommandContext,
+  args: EditArgs,
+  preview: PreviewResult & { previewId: string; newText: string },
+  label: string,
+): Promise<PreviewOutcome> {
+  const instruction = args.instruction;
   const right = ctx.previews.add(preview.previewId, preview.newText);
   const left = vscode.Uri.parse(args.uri);
-  await vscode.commands.executeCommand('vscode.diff', left, right, `Copy-as-Decode: ${instruction} (preview)`);
+  await vscode.commands.executeCommand('vscode.diff', left, right, `Copy-as-Decode: ${instruction} (${label})`);
   const choice = await vscode.window.showInformationMessage(
     `Copy-as-Decode: apply this edit?${statsText(preview.stats)}`,
     APPLY_CHOICE,

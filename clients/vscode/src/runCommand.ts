@@ -30,6 +30,11 @@ export interface ApplyResult {
   rebased?: boolean;
   edits?: number;
   stats?: Record<string, unknown>;
+  /** Held for review (setting minConfidence): not applied; `diff`, `previewId` and `newText` show it. */
+  lowConfidence?: boolean;
+  diff?: string;
+  previewId?: string;
+  newText?: string;
 }
 
 export interface PreviewResult {

@@ -19,6 +19,7 @@ export interface CadSettings {
   resolverMode: string;
   applyTruncated: boolean;
   applyEditTimeout: number;
+  minConfidence: number;
 }
 
 export const SECTION = 'copyAsDecode';
@@ -42,6 +43,7 @@ export function cadSettings(): CadSettings {
     resolverMode: c.get<string>('resolverMode', 'clipped'),
     applyTruncated: c.get<boolean>('applyTruncated', false),
     applyEditTimeout: c.get<number>('applyEditTimeout', 30),
+    minConfidence: c.get<number>('minConfidence', 0),
   };
 }
 

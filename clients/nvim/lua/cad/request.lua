@@ -132,6 +132,10 @@ local function report(bufnr, command, err, result)
     local level = data.applied and vim.log.levels.INFO or vim.log.levels.WARN
     local text = result.message or (data.applied and 'edit applied' or 'edit not applied')
     ui.result('cad: ' .. text .. notices(entry, text) .. stats_text(result.stats), worst_level(entry, level))
+    if not data.applied and result.lowConfidence and type(result.diff) == 'string' and result.diff ~= '' then
+      -- held for review (setting minConfidence): show it as a preview; `a` applies it as computed
+      data.preview_bufnr = require('cad.preview').open(result.diff, bufnr, result, entry and entry.client_id)
+    end
   end
   finish(bufnr, data)
 end
