@@ -134,6 +134,9 @@ def parser():
     p.add_argument("--md", type=Path, default=None, help="write the markdown report here")
     p.add_argument("--svg", type=Path, default=None, help="write the speedup-vs-length plot here")
     p.add_argument("--model", default="default")
+    p.add_argument("--draft-model", default=None,
+                   help="a smaller model of the same tokenizer for the draft-model rows (and SwitchSD below its gate); "
+                        "without it those rows are left out")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--hf-lookup", type=int, default=10, help="HF prompt_lookup_num_tokens (0: no HF row)")
@@ -292,9 +295,11 @@ def main(argv=None) -> dict:
     load_start = os.getloadavg()
     t0 = time.perf_counter()
     loaded = load(args.model, args.device)
+    if args.draft_model:
+        loaded.draft = load(args.draft_model, args.device)
     import engine.decode.program  # noqa: F401  (imported once, up front: the tree may change while a run goes on)
     import engine.decode.regen  # noqa: F401
-    lineup = rows(DRAFTERS, args.hf_lookup)
+    lineup = rows([d for d in DRAFTERS if d != "draft-model" or loaded.draft is not None], args.hf_lookup)
     if args.strategies:
         unknown = set(args.strategies) - {r.name for r in lineup}
         if unknown:

@@ -185,7 +185,8 @@ def _regen(row: Row, loaded, case: Case, forced: bool, max_new: int) -> dict:
     framing = regen_framing(loaded.tokenizer, case.document, case.instruction)
     window = row.window or 32  # regenerate's (and EditEngine's) default window
     draft_ids = loaded.tokenizer.encode(framing.draft_text, add_special_tokens=False)
-    proposer = CountingProposer(make_proposer(row.drafter, document_ids=draft_ids, window=window))
+    proposer = CountingProposer(make_proposer(row.drafter, document_ids=draft_ids, window=window,
+                                              draft=getattr(loaded, "draft", None)))
     t0 = time.perf_counter()
     r = regenerate(loaded, case.document, case.instruction, drafter=proposer, window=window,
                    max_new_tokens=max_new, forced=case.gold if forced else None, framing=framing)
@@ -202,7 +203,8 @@ def _cad(row: Row, loaded, case: Case, forced: bool, max_new: int) -> dict:
 
     view = render_prompt(case.document, case.instruction, loaded.tokenizer,
                          profile=getattr(loaded, "prompt_profile", "teach")).view
-    proposer = CountingProposer(make_proposer(row.drafter, document_ids=view.token_ids))  # as decode_program does
+    proposer = CountingProposer(make_proposer(row.drafter, document_ids=view.token_ids,  # as decode_program does
+                                              draft=getattr(loaded, "draft", None)))
     program = line_program(case.document, case.gold) if forced else None
     t0 = time.perf_counter()
     cap = {} if row.payload_cap is None else {"guess_payload_cap": row.payload_cap}

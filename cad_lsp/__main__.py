@@ -55,6 +55,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--preload", action="store_true", help="load the model right after initialize")
     p.add_argument("--model", default="default", help="model spec: 'default', a .gguf path or an HF directory")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
+    p.add_argument("--draft-model", default=None, metavar="SPEC",
+                   help="a smaller model of the same tokenizer drafting for genDrafter draft-model (setting draftModel)")
     p.add_argument("--strategy", default="cad", choices=STRATEGIES)
     p.add_argument("--gen-drafter", default=DEFAULT_GEN_DRAFTER, choices=DRAFTERS,
                    help=f"speculative drafter of cad gen bodies (lossless; default: {DEFAULT_GEN_DRAFTER})")
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     from .server import build_server
 
-    settings = Settings(model=args.model, device=args.device, strategy=args.strategy,
+    settings = Settings(model=args.model, device=args.device, draft_model=args.draft_model, strategy=args.strategy,
                         gen_drafter=args.gen_drafter, snippet_merge=args.snippet_merge, warm_on_idle=args.warm_on_idle,
                         max_new_tokens=args.max_new_tokens, resolver_mode=args.resolver_mode)
     try:

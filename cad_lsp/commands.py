@@ -292,7 +292,7 @@ def _submit(ls: Any, request: EditRequest, cancel: CancelSignal, progress: EditP
         progress.report_threadsafe(message, force=True)
         ls.log_threadsafe(message)
 
-    job = EditJob(request, model=settings.model, device=settings.device, cancel=cancel,
+    job = EditJob(request, model=settings.model, device=settings.device, draft_model=settings.draft_model, cancel=cancel,
                   on_progress=on_progress, on_position=on_position, on_status=on_status)
     ls.worker.submit(job)
     return job

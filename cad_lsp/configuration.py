@@ -59,7 +59,7 @@ async def on_initialized(ls: Any, params: types.InitializedParams) -> None:
     await _fetch(ls)
     if ls.preload:
         ls.log(f"preloading model {ls.settings.model!r} on {ls.settings.device}")
-        ls.worker.preload(ls.settings.model, ls.settings.device)
+        ls.worker.preload(ls.settings.model, ls.settings.device, ls.settings.draft_model)
 
 
 async def on_did_change_configuration(ls: Any, params: types.DidChangeConfigurationParams) -> None:

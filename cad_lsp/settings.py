@@ -4,6 +4,9 @@ Owns the ``cad`` settings section and its validation. Keys (camelCase, as client
 
 * ``model``: model spec for :class:`engine.api.EditEngine` ("default", a GGUF path, an HF dir)
 * ``device``: "auto" | "cpu" | "cuda" | ...
+* ``draftModel``: model spec of a smaller model of the same tokenizer, or "" (none, the default): loaded
+  beside ``model``, it drafts for genDrafter "draft-model" and for "switchsd" below its copy gate
+  (:mod:`engine.drafters.draft_model`; lossless, it changes forwards, never text)
 * ``strategy``: one of :data:`engine.api.STRATEGIES`
 * ``genDrafter``: one of :data:`engine.api.DRAFTERS` (the drafter registry), default
   :data:`engine.api.DEFAULT_GEN_DRAFTER` ("replaced-lines"): the speculative drafter of the
@@ -46,6 +49,7 @@ SECTION = "cad"
 RESOLVER_MODES = MODES  # the engine's resolver modes (one definition: engine.program.resolver)
 
 _KEYS = {"model": "model", "device": "device", "strategy": "strategy",
+         "draftModel": "draft_model", "draft_model": "draft_model",
          "genDrafter": "gen_drafter", "gen_drafter": "gen_drafter",
          "maxNewTokens": "max_new_tokens", "max_new_tokens": "max_new_tokens",
          "resolverMode": "resolver_mode", "resolver_mode": "resolver_mode",
@@ -64,6 +68,7 @@ class SettingsError(ValueError):
 class Settings:
     model: str = "default"
     device: str = "auto"
+    draft_model: str | None = None        # None: no draft model
     strategy: str = "cad"
     gen_drafter: str = DEFAULT_GEN_DRAFTER
     snippet_merge: bool = True
@@ -90,7 +95,7 @@ class Settings:
             field = _KEYS.get(key)
             if field is None:
                 warnings.append(f"{source}: unknown setting {SECTION}.{key} ignored "
-                                f"(known: model, device, strategy, genDrafter, snippetMerge, warmOnIdle, maxNewTokens, resolverMode, "
+                                f"(known: model, device, draftModel, strategy, genDrafter, snippetMerge, warmOnIdle, maxNewTokens, resolverMode, "
                                 f"applyTruncated, applyEditTimeout, minConfidence)")
                 continue
             changes[field] = _validate(field, value, key, source)
@@ -113,6 +118,10 @@ def _validate(field: str, value: Any, key: str, source: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
             raise SettingsError(f"{where} must be a number of seconds between 0 and 86400")
         return float(value)
+    if field == "draft_model":
+        if not isinstance(value, str):
+            raise SettingsError(f"{where} must be a model spec (a string; \"\" for none)")
+        return value.strip() or None
     if field in ("apply_truncated", "snippet_merge", "warm_on_idle"):
         if not isinstance(value, bool):
             raise SettingsError(f"{where} must be true or false")

@@ -78,8 +78,9 @@ def _resolve(future) -> None:
 class WorkerStoppedError(RuntimeError):
     """A job was submitted after the worker was stopped (the server is shutting down)."""
 
-def _default_factory(model: str, device: str, on_status: Callable[[str], None]) -> EditEngine:
-    return EditEngine(model, device, on_status=on_status)
+def _default_factory(model: str, device: str, on_status: Callable[[str], None],
+                     draft_model: str | None = None) -> EditEngine:
+    return EditEngine(model, device, on_status=on_status, draft_model=draft_model)
 
 @dataclass
 class EditJob:
@@ -88,6 +89,7 @@ class EditJob:
     request: EditRequest | None  # None: load the model only (preload)
     model: str = "default"
     device: str = "auto"
+    draft_model: str | None = None   # setting draftModel (engine.drafters.draft_model)
     cancel: threading.Event = field(default_factory=CancelSignal)
     on_progress: Callable[[Progress], None] | None = None
     on_position: Callable[[int], None] | None = None
@@ -119,7 +121,7 @@ class EngineWorker:
     def __init__(self, engine_factory: EngineFactory = _default_factory):
         self._factory = engine_factory
         self._engine = None
-        self._engine_key: tuple[str, str] | None = None
+        self._engine_key: tuple | None = None
         self._pending: deque[EditJob] = deque()
         self._running: EditJob | None = None
         self._warm_next: WarmJob | None = None   # the one waiting warm-up (a newer one replaces it)
@@ -153,9 +155,9 @@ class EngineWorker:
             self._ensure_thread()
             self._cond.notify()
 
-    def preload(self, model: str, device: str) -> EditJob:
+    def preload(self, model: str, device: str, draft_model: str | None = None) -> EditJob:
         """Load the model in the background (queued like an edit)."""
-        job = EditJob(None, model=model, device=device)
+        job = EditJob(None, model=model, device=device, draft_model=draft_model)
         self.submit(job)
         return job
 
@@ -277,12 +279,13 @@ class EngineWorker:
         _safe(job.on_done, result)
 
     def _engine_for(self, job: EditJob):
-        key = (job.model, job.device)
+        key = (job.model, job.device, job.draft_model)
         if self._engine is None or self._engine_key != key:
             if self._engine is not None:
-                log.info("settings changed model/device to %s; creating a new engine", key)
+                log.info("settings changed model/device/draft model to %s; creating a new engine", key)
             self._current = job
-            self._engine = self._factory(job.model, job.device, self._status)
+            draft = {"draft_model": job.draft_model} if job.draft_model else {}   # factories without a draft keep working
+            self._engine = self._factory(job.model, job.device, self._status, **draft)
             self._engine_key = key
         self._current = job
         if not getattr(self._engine, "loaded", False):

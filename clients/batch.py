@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-snippet-merge", dest="snippet_merge", action="store_false",
                    help="always decode, even when the instruction carries a pasted change that pins down the new text (a diff, SEARCH/REPLACE blocks, a snippet that anchors at one place)")
     p.add_argument("--model", default="default", help="model spec: default, an HF dir, or a .gguf path")
+    p.add_argument("--draft-model", default=None, metavar="SPEC",
+                   help="a smaller model of the same tokenizer drafting for --gen-drafter draft-model (in process)")
     p.add_argument("--max-new-tokens", type=_budget, default=None, metavar="N|auto",
                    help="decode budget per edit (default: auto = the edited text's tokens + a margin)")
     p.add_argument("--device", default="auto", help="in-process engine device: auto, cpu, cuda (default: auto)")
@@ -142,13 +144,14 @@ def _make_backend(args, progress: ProgressBar):
         import shlex
         command = shlex.split(args.server_cmd) if args.server_cmd else None
         settings = {"cad": {"model": args.model, "device": args.device, "maxNewTokens": args.max_new_tokens,
+                            "draftModel": args.draft_model or "",
                             "strategy": args.strategy, "genDrafter": args.gen_drafter,
                             "snippetMerge": args.snippet_merge,
                             "applyTruncated": True}}  # run_job decides
         return LspBackend(command=command, settings=settings, strategy=args.strategy, root=args.root)
     return InProcessBackend(model=args.model, strategy=args.strategy, max_new_tokens=args.max_new_tokens,
                             device=args.device, on_status=progress.message, gen_drafter=args.gen_drafter,
-                            snippet_merge=args.snippet_merge)
+                            snippet_merge=args.snippet_merge, draft_model=args.draft_model)
 
 
 def main(argv: list[str] | None = None) -> int:

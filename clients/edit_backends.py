@@ -43,7 +43,7 @@ class InProcessBackend:
     def __init__(self, *, model: str = "default", strategy: str = "cad",
                  max_new_tokens: int | None = None, device: str = "auto",
                  on_status: Callable[[str], None] | None = None, gen_drafter: str | None = None,
-                 snippet_merge: bool = True):
+                 snippet_merge: bool = True, draft_model: str | None = None):
         try:
             from engine import api
         except ImportError as exc:
@@ -57,7 +57,8 @@ class InProcessBackend:
         self.strategy = strategy
         self.max_new_tokens = max_new_tokens
         self.snippet_merge = snippet_merge
-        self.engine = api.EditEngine(model, device, on_status=on_status, gen_drafter=gen_drafter)
+        self.engine = api.EditEngine(model, device, on_status=on_status, gen_drafter=gen_drafter,
+                                     draft_model=draft_model)
 
     def edit(self, text, instruction, line_range, *, path=None) -> EditOutcome:
         # the engine loads the model on the first edit that needs it (a pasted diff does not)

@@ -98,7 +98,8 @@ class EditEngine:
 
     def __init__(self, model="default", device: str = "auto", *,
                  on_status: Callable[[str], None] | None = None, spec_edit_window: int = 32,
-                 spec_edit_probe: int | None = None, gen_drafter: str = DEFAULT_GEN_DRAFTER, prefix_cache: bool = True):
+                 spec_edit_probe: int | None = None, gen_drafter: str = DEFAULT_GEN_DRAFTER, prefix_cache: bool = True,
+                 draft_model: str | None = None):
         # `model` is a spec ("default", an HF dir, a .gguf path) or an already loaded LoadedModel.
         # spec_edit_window / spec_edit_probe: draft size for "spec-edit" (engine.drafters.document);
         # gen_drafter: the DRAFTERS name drafting inside cad gen bodies unless a request names one
@@ -106,6 +107,8 @@ class EditEngine:
         # prefix_cache: a model this engine loads keeps the KV of recent prompts, so the system
         # prompt and a document edited again are not prefilled twice (engine.backends.prefix_cache);
         # a LoadedModel passed in keeps its own setting.
+        # draft_model: a smaller model of the same tokenizer (a spec) loaded beside the model; the drafter
+        # "draft-model" drafts with it, and "switchsd" below its copy gate (engine.drafters.draft_model).
         check_drafter(gen_drafter)
         self._prefix_cache = prefix_cache
         self._spec = model if isinstance(model, str) else getattr(model, "spec", "preloaded")
@@ -115,6 +118,7 @@ class EditEngine:
         self._window = spec_edit_window
         self._probe = spec_edit_probe
         self._gen_drafter = gen_drafter
+        self._draft_spec = draft_model
         self._load_lock = threading.Lock()
         self._edit_lock = threading.Lock()
 
@@ -147,8 +151,25 @@ class EditEngine:
                 from engine.backends.prefix_cache import PrefixCache
 
                 loaded.prefix_cache = PrefixCache()
+            if self._draft_spec:
+                loaded.draft = self._load_draft(loaded, load_model)
             self._loaded = loaded
             self._status(f"model ready ({getattr(loaded, 'device', '?')}, {getattr(loaded, 'dtype', '?')})")
+
+    def _load_draft(self, loaded, load_model):
+        """The draft model beside ``loaded`` (ModelLoadError when it cannot draft for it)."""
+        from engine.drafters.draft_model import check_draft_compatible
+
+        if is_remote_spec(self._spec) or is_remote_spec(self._draft_spec):
+            raise ModelLoadError(f"draft model {self._draft_spec!r}: a draft model runs in process, beside an "
+                                 "in-process model (a serving engine drafts with its own speculative settings)")
+        self._status(f"loading draft model {self._draft_spec} ...")
+        draft = load_model(self._draft_spec, self._device, progress=self._on_status)
+        try:
+            check_draft_compatible(loaded, draft)
+        except ValueError as exc:
+            raise ModelLoadError(str(exc)) from None
+        return draft
 
     def _status(self, message: str) -> None:
         if self._on_status is not None:
@@ -164,6 +185,9 @@ class EditEngine:
         if planned is not None:
             return planned
         self.load()
+        if (request.gen_drafter or self._gen_drafter) == "draft-model" and getattr(self._loaded, "draft", None) is None:
+            raise InvalidRequestError("gen_drafter 'draft-model' needs a draft model: name one with draft_model "
+                                      "(the server setting draftModel, cad-apply --draft-model)")
         check_size(self._loaded, request)  # refuse what certainly cannot fit before tokenizing it all
         with self._edit_lock:
             start = time.perf_counter()

@@ -47,6 +47,7 @@ class LoadedModel:
     prompt_profile: str = "teach"   # engine.prompt profile the weights expect (engine.backends.adapters)
     observers: list = field(default_factory=list, repr=False)  # ForwardObserver callbacks (engine.backends.base)
     prefix_cache: Any = field(default=None, repr=False)  # engine.backends.prefix_cache.PrefixCache, or None (off)
+    draft: Any = field(default=None, repr=False)  # a smaller LoadedModel drafting for this one (engine.drafters.draft_model)
 
     def session(self, *, cancel=None):
         """A fresh KV session over this model (implements ``engine.backends.base.Backend``)."""

@@ -98,7 +98,7 @@ class ProgramDecoder(GenBodies):
         self.spec = speculative_headers
         self.guess_payload_cap = guess_payload_cap
         self.ride = ride_along
-        self.drafter = make_proposer(drafter, document_ids=self.view.token_ids)
+        self.drafter = make_proposer(drafter, document_ids=self.view.token_ids, draft=getattr(loaded, "draft", None))
         self.progress = progress
         self.fsm = ProgramFSM(self.table, self.view, token_level=token_level, monotonic=monotonic)
         self.runner = loaded.session(cancel=cancel)  # engine.backends.base.Session

@@ -113,7 +113,8 @@ def regenerate(
         raise ContextOverflowError(len(prompt_ids), context_length, max_new_tokens)
 
     draft_ids = tok.encode(framing.draft_text, add_special_tokens=False)
-    proposer = make_proposer(drafter, document_ids=draft_ids, window=window, probe=probe)
+    proposer = make_proposer(drafter, document_ids=draft_ids, window=window, probe=probe,
+                             draft=getattr(loaded, "draft", None))
     name = drafter if isinstance(drafter, str) else type(drafter).__name__
     target = None
     if forced is not None:

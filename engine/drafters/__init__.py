@@ -12,8 +12,11 @@ Names (``DRAFTERS``, in order; ``DEFAULT_GEN_DRAFTER`` drafts cad gen bodies unl
 another): "none" (plain greedy), "pld" (prompt lookup), "spec-edit" (the
 document as draft, with re-anchoring), "replaced-lines" (a gen body drafted from the document lines it
 replaces, then prompt lookup), "switchsd" (SwitchSD: W recent kappa-gram continuations verified
-together, gated by a copy-intent probe on the model's hidden state), "copyloop" (CopyLoop: context-copy proposals, screened at a shallow
-depth before the full-depth verify; calibrated K and depth). Front ends list these through ``engine.api.DRAFTERS``; the
+together, gated by a copy-intent probe on the model's hidden state; below the gate the draft model, when
+one is configured), "copyloop" (CopyLoop: context-copy proposals, screened at a shallow
+depth before the full-depth verify; calibrated K and depth), "draft-model" (a smaller model of the same
+tokenizer drafts greedily; needs the ``draft`` option: the backend's ``draft``, set by
+``EditEngine(draft_model=...)``). Front ends list these through ``engine.api.DRAFTERS``; the
 strategy registry (``engine.strategies``) names the drafter each regeneration strategy uses. A new
 drafter is a module in this package implementing ``propose``/``update`` (``engine.drafters.base``)
 plus one registry line below; every decoding loop verifies whatever it proposes
@@ -26,6 +29,7 @@ from typing import Callable
 from engine.drafters.base import DraftProposer, NoDraft
 from engine.drafters.copyloop import CopyLoopProposer
 from engine.drafters.document import DocumentDraftProposer
+from engine.drafters.draft_model import DraftModelProposer
 from engine.drafters.pld import PromptLookupProposer
 from engine.drafters.replaced import ReplacedLinesProposer
 from engine.drafters.switchsd import SwitchSDProposer
@@ -40,13 +44,22 @@ def _document(document_ids: list[int] | None, *, window: int = 32, probe: int | 
     return DocumentDraftProposer(document_ids, window=window, probe=probe)
 
 
+def _draft_model(document_ids, *, draft=None, draft_window: int = 6, **_) -> DraftProposer:
+    if draft is None:
+        raise ValueError("the 'draft-model' drafter needs a draft model: name one with draft_model "
+                         "(EditEngine(draft_model=...), the server setting draftModel, cad-apply --draft-model)")
+    return DraftModelProposer(draft, window=draft_window)
+
+
 REGISTRY: dict[str, Callable[..., DraftProposer]] = {
     "none": lambda document_ids, **_: NoDraft(),
     "pld": lambda document_ids, *, window=16, **_: PromptLookupProposer(window=window),
     "spec-edit": _document,
     "replaced-lines": lambda document_ids, *, window=16, **_: ReplacedLinesProposer(document_ids or [], window=window),
-    "switchsd": lambda document_ids, *, window=16, **_: SwitchSDProposer(window=window),
+    "switchsd": lambda document_ids, *, window=16, draft=None, **_: SwitchSDProposer(
+        window=window, fallback=None if draft is None else DraftModelProposer(draft)),
     "copyloop": lambda document_ids, **_: CopyLoopProposer(),
+    "draft-model": _draft_model,
 }
 DRAFTERS: tuple[str, ...] = tuple(REGISTRY)
 # The drafter of cad gen bodies when nobody names one: the replaced lines are the draft (a rewritten

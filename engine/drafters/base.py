@@ -68,6 +68,15 @@ class NoDraft:
         return None
 
 
+def joined(context_ids: list[int], generated: list[int]) -> list[int]:
+    """All ids so far: ``context_ids`` then ``generated``, unless ``context_ids`` already ends with them
+    (the program decoder passes its whole output as context, gen body included)."""
+    tokens = list(context_ids)
+    if not generated or tokens[-len(generated):] != list(generated):
+        tokens += generated
+    return tokens
+
+
 def propose_candidates(proposer, context_ids: list[int], generated: list[int], limit: int) -> list[list[int]]:
     """The proposer's alternative drafts (``propose_many``), or ``[propose(...)]`` when it has none;
     empty drafts are dropped, so ``[]`` means no guess this round."""

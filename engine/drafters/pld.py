@@ -7,6 +7,8 @@ lossless when verified with `engine.decode.verify.verify_greedy`.
 """
 from __future__ import annotations
 
+from engine.drafters.base import joined
+
 
 def find_ngram(haystack: list[int], needle: list[int], *, end: int | None = None, prefer: int = 0) -> int:
     """Index just after an occurrence of `needle` in `haystack[:end]`, or -1.
@@ -46,10 +48,7 @@ class PromptLookupProposer:
         self.min_ngram = min_ngram
 
     def propose(self, context_ids: list[int], generated: list[int]) -> list[int]:
-        tokens = list(context_ids)
-        # context_ids should exclude `generated`; tolerate callers that pass them already appended
-        if not generated or tokens[-len(generated):] != list(generated):
-            tokens += generated
+        tokens = joined(context_ids, generated)
         for n in range(min(self.max_ngram, len(generated)), self.min_ngram - 1, -1):
             suffix = tokens[-n:]
             # search everything before the suffix itself

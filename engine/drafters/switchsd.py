@@ -12,12 +12,12 @@ When both hold, the drafter proposes up to ``candidates`` (W) drafts of ``window
 continuations of the W most recent earlier occurrences of the kappa-gram (distinct ones, most recent
 first). ``propose_many`` returns them all; the decoding loop verifies them together in ONE forward
 (``engine.decode.verify.verify_candidates``: a block-triangular mask keeps them apart) and keeps the
-longest accepted one. Otherwise no draft: a plain greedy step. The paper falls back to a neural
-drafter below tau; this model's own shallow layers (an early exit through the final norm and
+longest accepted one. Otherwise the paper's neural drafter: the draft model when one is configured
+(``fallback``, ``engine.drafters.draft_model``), else no draft (a plain greedy step). This model's own shallow layers (an early exit through the final norm and
 lm_head) were measured as that drafter and cost more than they save: on held-out regeneration
 answers their top-1 agreement with the full model is at most a few percent for exits within the
 first half of the 30 layers, and reaches roughly 40% only at 24 layers, where a draft step already
-costs about 0.8 of a full forward. So there is no neural fallback. Lossless like every drafter: every draft is verified by ``accept_prefix``.
+costs about 0.8 of a full forward, so they are not used as that drafter. Lossless like every drafter: every draft is verified by ``accept_prefix``.
 
 The probe is read through the session (``attach``): the decoding loop hands the drafter its session;
 if the session can record hidden states (``engine.backends.kv.KVRunner.record_hidden``) and its model
@@ -31,6 +31,8 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+
+from engine.drafters.base import joined
 
 PROBE_PATH = Path(__file__).resolve().parents[1] / "weights" / "smollm2-135m-cad" / "copy_probe.json"
 
@@ -68,14 +70,16 @@ def model_matches(probe: dict, model) -> bool:
 class SwitchSDProposer:
     """Copy drafts from the W most recent kappa-gram matches, when the copy-intent probe agrees."""
 
-    def __init__(self, window: int = 16, candidates: int = 4, kappa: int = 5, probe: dict | None | str = "default"):
+    def __init__(self, window: int = 16, candidates: int = 4, kappa: int = 5, probe: dict | None | str = "default",
+                 fallback=None):
         if window < 1 or candidates < 1 or kappa < 1:
             raise ValueError(f"bad switchsd options window={window} candidates={candidates} kappa={kappa}")
         self.window, self.candidates, self.kappa = window, candidates, kappa
         self.probe = load_probe() if probe == "default" else probe
         self._session = None
         self._weight = None          # torch tensor of the probe's weight, while the session records
-        self.counts = {"rounds": 0, "matched": 0, "gated_out": 0, "drafted": 0, "accepted": 0}
+        self.fallback = fallback     # the neural drafter below the gate (a DraftModelProposer), or None
+        self.counts = {"rounds": 0, "matched": 0, "gated_out": 0, "drafted": 0, "accepted": 0, "neural": 0}
 
     def attach(self, session) -> None:
         """Record the probed layer on ``session`` when its model is the probe's (else: kappa-gram gate only)."""
@@ -105,10 +109,7 @@ class SwitchSDProposer:
 
     def propose_many(self, context_ids: list[int], generated: list[int], limit: int) -> list[list[int]]:
         self.counts["rounds"] += 1
-        tokens = list(context_ids)
-        # context_ids should exclude `generated`; tolerate callers that pass them already appended
-        if not generated or tokens[-len(generated):] != list(generated):
-            tokens += generated
+        tokens = joined(context_ids, generated)
         k = self.kappa
         if len(tokens) <= k:
             return []
@@ -124,14 +125,21 @@ class SwitchSDProposer:
                 if cont and cont not in drafts:
                     drafts.append(cont)
             i -= 1
-        if not drafts:
-            return []
-        self.counts["matched"] += 1
-        if not self._intent():
+        if drafts:
+            self.counts["matched"] += 1
+            if self._intent():
+                self.counts["drafted"] += 1
+                return drafts
             self.counts["gated_out"] += 1
+        return self._neural(context_ids, generated)
+
+    def _neural(self, context_ids: list[int], generated: list[int]) -> list[list[int]]:
+        """Below the gate (or without a match): the draft model's draft, when one is configured."""
+        if self.fallback is None:
             return []
-        self.counts["drafted"] += 1
-        return drafts
+        self.counts["neural"] += 1
+        draft = self.fallback.propose(context_ids, generated)
+        return [draft] if draft else []
 
     def propose(self, context_ids: list[int], generated: list[int]) -> list[int]:
         drafts = self.propose_many(context_ids, generated, 1)
@@ -139,6 +147,8 @@ class SwitchSDProposer:
 
     def update(self, accepted: int) -> None:
         self.counts["accepted"] += accepted
+        if self.fallback is not None:
+            self.fallback.update(accepted)
 
 
 def _rindex(tokens: list[int], value: int, end: int) -> int:

@@ -93,6 +93,11 @@ def test_settings_merge_and_validation():
     assert s.snippet_merge is False
     with pytest.raises(SettingsError, match="snippetMerge.*true or false"):
         Settings().merge({"snippetMerge": "off"}, source="cfg")
+    assert Settings().draft_model is None
+    s, _ = Settings().merge({"draftModel": "default+none"}, source="cfg")
+    assert s.draft_model == "default+none" and s.merge({"draftModel": ""}, source="cfg")[0].draft_model is None
+    with pytest.raises(SettingsError, match="draftModel.*model spec"):
+        Settings().merge({"draftModel": 3}, source="cfg")
 
 
 def test_parse_edit_args_shapes():
@@ -172,3 +177,22 @@ def test_worker_serialises_reports_positions_and_cancels():
     with pytest.raises(EditCancelled, match="forwards"):
         running.future.result(10)
     worker.stop()
+
+
+def test_the_worker_builds_one_engine_per_model_device_and_draft_model():
+    from cad_lsp.worker import EditJob, EngineWorker
+
+    made = []
+
+    class Engine:
+        loaded = True
+
+    def factory(model, device, on_status, **draft):
+        made.append((model, device, draft))
+        return Engine()
+
+    worker = EngineWorker(factory)
+    first = worker._engine_for(EditJob(None, model="big"))
+    assert worker._engine_for(EditJob(None, model="big")) is first
+    worker._engine_for(EditJob(None, model="big", draft_model="small"))
+    assert made == [("big", "auto", {}), ("big", "auto", {"draft_model": "small"})]

@@ -11,6 +11,7 @@ import { DocumentSelector, Executable, ServerOptions, TransportKind } from 'vsco
 export interface CadSettings {
   model: string;
   device: string;
+  draftModel: string;
   strategy: string;
   genDrafter: string;
   snippetMerge: boolean;
@@ -35,6 +36,7 @@ export function cadSettings(): CadSettings {
   return {
     model: c.get<string>('model', 'default'),
     device: c.get<string>('device', 'auto'),
+    draftModel: c.get<string>('draftModel', ''),
     strategy: c.get<string>('strategy', 'cad'),
     genDrafter: c.get<string>('genDrafter', 'replaced-lines'),
     snippetMerge: c.get<boolean>('snippetMerge', true),
