@@ -13,8 +13,8 @@ continuations of the W most recent earlier occurrences of the kappa-gram (distin
 first). ``propose_many`` returns them all; the decoding loop verifies them together in ONE forward
 (``engine.decode.verify.verify_candidates``: a block-triangular mask keeps them apart) and keeps the
 longest accepted one. Otherwise the paper's neural drafter: the draft model when one is configured
-(``fallback``, ``engine.drafters.draft_model``), else no draft (a plain greedy step). This model's own shallow layers (an early exit through the final norm and
-lm_head) were measured as that drafter and cost more than they save: on held-out regeneration
+(``fallback``, ``engine.drafters.draft_model``), else no draft (a plain greedy step). This model's own
+shallow layers (an early exit through the final norm and lm_head) were measured as that drafter and cost more than they save: on held-out regeneration
 answers their top-1 agreement with the full model is at most a few percent for exits within the
 first half of the 30 layers, and reaches roughly 40% only at 24 layers, where a draft step already
 costs about 0.8 of a full forward, so they are not used as that drafter. Lossless like every drafter: every draft is verified by ``accept_prefix``.
@@ -79,6 +79,7 @@ class SwitchSDProposer:
         self._session = None
         self._weight = None          # torch tensor of the probe's weight, while the session records
         self.fallback = fallback     # the neural drafter below the gate (a DraftModelProposer), or None
+        self._last_neural = False    # the last proposal came from the fallback
         self.counts = {"rounds": 0, "matched": 0, "gated_out": 0, "drafted": 0, "accepted": 0, "neural": 0}
 
     def attach(self, session) -> None:
@@ -110,9 +111,10 @@ class SwitchSDProposer:
     def propose_many(self, context_ids: list[int], generated: list[int], limit: int) -> list[list[int]]:
         self.counts["rounds"] += 1
         tokens = joined(context_ids, generated)
+        self._last_neural = False
         k = self.kappa
         if len(tokens) <= k:
-            return []
+            return self._neural(context_ids, generated)
         gram, first, drafts = tokens[-k:], tokens[-k], []
         i = len(tokens) - k - 1                   # the latest earlier start: occurrences end before the gram
         while i >= 0 and len(drafts) < min(self.candidates, limit):
@@ -138,6 +140,7 @@ class SwitchSDProposer:
         if self.fallback is None:
             return []
         self.counts["neural"] += 1
+        self._last_neural = True
         draft = self.fallback.propose(context_ids, generated)
         return [draft] if draft else []
 
@@ -147,7 +150,7 @@ class SwitchSDProposer:
 
     def update(self, accepted: int) -> None:
         self.counts["accepted"] += accepted
-        if self.fallback is not None:
+        if self._last_neural:
             self.fallback.update(accepted)
 
 
