@@ -53,6 +53,9 @@ class InProcessBackend:
         gen_drafter = gen_drafter or api.DEFAULT_GEN_DRAFTER
         if gen_drafter not in api.DRAFTERS:
             raise BackendStartError(f"unknown --gen-drafter {gen_drafter!r}; choose one of {', '.join(api.DRAFTERS)}")
+        if gen_drafter == "draft-model" and not draft_model:
+            raise BackendStartError("--gen-drafter draft-model needs --draft-model SPEC (a smaller model of the same "
+                                    "tokenizer as --model)")
         self._api = api
         self.strategy = strategy
         self.max_new_tokens = max_new_tokens

@@ -380,3 +380,10 @@ def test_truncated_result_is_shown_but_never_written_unless_allowed(tmp_path, ca
     assert "# edited: x" in p.read_text()
     (row,) = json.loads(report.read_text())
     assert row["status"] == "truncated"
+
+
+def test_draft_model_drafter_without_a_draft_model_is_refused_before_loading_anything():
+    from clients.edit_backends import BackendStartError, InProcessBackend
+
+    with pytest.raises(BackendStartError, match="needs --draft-model"):
+        InProcessBackend(gen_drafter="draft-model")
