@@ -65,7 +65,7 @@ def _fire(ls: Any, uri: str) -> None:
         return
     settings = ls.settings
     ls.worker.warm(WarmJob(document.source, settings.strategy, settings.model, settings.device, label=uri,
-                           on_done=lambda result: _report(ls, uri, result)))
+                           draft_model=settings.draft_model, on_done=lambda result: _report(ls, uri, result)))
 
 
 def _report(ls: Any, uri: str, result: Any) -> None:

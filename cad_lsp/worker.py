@@ -111,6 +111,7 @@ class WarmJob:
     model: str = "default"
     device: str = "auto"
     label: str = ""
+    draft_model: str | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     on_done: Callable[[Any], None] | None = None
 
@@ -270,7 +271,7 @@ class EngineWorker:
         """Prefill on the current engine if it is loaded for the job's model and device; else skip."""
         engine = self._engine
         result = None
-        if (engine is not None and self._engine_key == (job.model, job.device) and getattr(engine, "loaded", False)
+        if (engine is not None and self._engine_key == _key(job) and getattr(engine, "loaded", False)
                 and hasattr(engine, "warm") and not job.cancel.is_set()):
             try:
                 result = engine.warm(job.document, job.strategy, cancel=job.cancel)
@@ -279,7 +280,7 @@ class EngineWorker:
         _safe(job.on_done, result)
 
     def _engine_for(self, job: EditJob):
-        key = (job.model, job.device, job.draft_model)
+        key = _key(job)
         if self._engine is None or self._engine_key != key:
             if self._engine is not None:
                 log.info("settings changed model/device/draft model to %s; creating a new engine", key)
@@ -297,6 +298,11 @@ class EngineWorker:
         job = getattr(self, "_current", None)
         if job is not None:
             _safe(job.on_status, message)
+
+def _key(job: EditJob | WarmJob) -> tuple:
+    """What identifies the engine a job runs on: model, device and draft model."""
+    return job.model, job.device, job.draft_model
+
 
 def _safe(callback: Callable[..., None] | None, *args: Any) -> None:
     """Call a progress/status callback; a failing callback must not kill the decode."""

@@ -196,3 +196,23 @@ def test_the_worker_builds_one_engine_per_model_device_and_draft_model():
     assert worker._engine_for(EditJob(None, model="big")) is first
     worker._engine_for(EditJob(None, model="big", draft_model="small"))
     assert made == [("big", "auto", {}), ("big", "auto", {"draft_model": "small"})]
+
+
+def test_a_warm_up_runs_on_the_engine_of_its_model_device_and_draft_model():
+    from cad_lsp.worker import EditJob, EngineWorker, WarmJob
+
+    warmed = []
+
+    class Engine:
+        loaded = True
+
+        def warm(self, document, strategy, cancel=None):
+            warmed.append(document)
+            return "warm"
+
+    worker = EngineWorker(lambda model, device, on_status, **draft: Engine())
+    worker._engine_for(EditJob(None, model="big", draft_model="small"))
+    done = []
+    worker._run_warm(WarmJob("doc", model="big", draft_model="small", on_done=done.append))
+    worker._run_warm(WarmJob("other", model="big", on_done=done.append))   # another engine's job: skipped
+    assert warmed == ["doc"] and done == ["warm", None]
