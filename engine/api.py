@@ -31,8 +31,8 @@ from engine.errors import (
     PastedChangeError, UnknownStrategyError,
 )
 from engine.program.scope import check_range
-from engine.size_guard import check_size
 from engine.remote.spec import is_remote_spec
+from engine.size_guard import check_size
 from engine.strategies import STRATEGIES, get_strategy
 from engine.types import MODES, EditRequest, EditResult, EditStats, Progress
 
@@ -108,7 +108,8 @@ class EditEngine:
         # prompt and a document edited again are not prefilled twice (engine.backends.prefix_cache);
         # a LoadedModel passed in keeps its own setting.
         # draft_model: a smaller model of the same tokenizer (a spec) loaded beside the model; the drafter
-        # "draft-model" drafts with it, and "switchsd" below its copy gate (engine.drafters.draft_model).
+        # "draft-model" drafts with it, and "switchsd" below its copy gate (engine.drafters.draft_model);
+        # a LoadedModel passed in brings its own (its `draft` attribute).
         check_drafter(gen_drafter)
         self._prefix_cache = prefix_cache
         self._spec = model if isinstance(model, str) else getattr(model, "spec", "preloaded")
