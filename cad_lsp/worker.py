@@ -27,7 +27,6 @@ from typing import Any, Callable
 
 from engine.api import EditCancelled, EditEngine, EditRequest, Progress, edit_without_model
 
-
 __all__ = ["CancelSignal", "EditJob", "EngineWorker", "WarmJob", "WorkerStoppedError"]
 
 log = logging.getLogger(__name__)
@@ -268,7 +267,7 @@ class EngineWorker:
             job.future.set_result(result)
 
     def _run_warm(self, job: WarmJob) -> None:
-        """Prefill on the current engine if it is loaded for the job's model and device; else skip."""
+        """Prefill on the current engine if it is loaded for the job's model, device and draft model; else skip."""
         engine = self._engine
         result = None
         if (engine is not None and self._engine_key == _key(job) and getattr(engine, "loaded", False)

@@ -185,10 +185,11 @@ class EditEngine:
         rng, planned, notes = _plan(request)        # a pasted change that pins the text: no model needed
         if planned is not None:
             return planned
-        self.load()
-        if (request.gen_drafter or self._gen_drafter) == "draft-model" and getattr(self._loaded, "draft", None) is None:
+        has_draft = bool(self._draft_spec) or getattr(self._loaded, "draft", None) is not None
+        if (request.gen_drafter or self._gen_drafter) == "draft-model" and not has_draft:  # refused before any load
             raise InvalidRequestError("gen_drafter 'draft-model' needs a draft model: name one with draft_model "
                                       "(the server setting draftModel, cad-apply --draft-model)")
+        self.load()
         check_size(self._loaded, request)  # refuse what certainly cannot fit before tokenizing it all
         with self._edit_lock:
             start = time.perf_counter()

@@ -85,6 +85,14 @@ def test_edit_engine_drafts_with_the_backend_draft(tiny_model, other_tiny):
         EditEngine(tiny_model).edit(dataclasses.replace(request, gen_drafter="draft-model"))
 
 
+def test_a_draft_model_request_without_one_is_refused_before_loading_the_model():
+    # a model that cannot load: the refusal comes first, so it is the request's error, not a load error
+    engine = EditEngine("/nonexistent/model")
+    with pytest.raises(InvalidRequestError, match="needs a draft model"):
+        engine.edit(EditRequest("x = 1\n", "Set x to 2.", gen_drafter="draft-model"))
+    assert not engine.loaded
+
+
 def test_a_draft_of_another_tokenizer_is_refused(tiny_model):
     tokenizer = type("Tok", (), {"__len__": lambda self: 10, "encode": lambda self, text: [1, 2]})()
     stranger = types.SimpleNamespace(spec="other", tokenizer=tokenizer)
